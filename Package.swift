@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "OpenUDID",
+    products: [
+        .library(name: "XSelection", targets: ["XSelection"]),
+        .library(name: "OpenUDID", targets: ["OpenUDID"]),
+        .executable(name: "openudid", targets: ["openudid"]),
+    ],
+    targets: [
+        // C boundaries: module maps and shim headers, nothing else.
+        .systemLibrary(
+            name: "CX11",
+            pkgConfig: "x11 xfixes x11-xcb xcb",
+            providers: [.apt(["libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
+        ),
+
+        // General ICCCM selections: owner, reader, watcher.
+        .target(name: "XSelection", dependencies: ["CX11"]),
+
+        // The identifier: records, sources, resolution, API.
+        .target(name: "OpenUDID", dependencies: ["XSelection", "CLibSecret"]),
+
+        // The command-line tool.
+        .executableTarget(name: "openudid", dependencies: ["OpenUDID"]),
+
+        // Owns selections in a separate process for the tests (honest and hostile modes).
+        .executableTarget(name: "xselection-helper", dependencies: ["XSelection"]),
+
+        // Test harness: private Xvfb, private session bus and keyring, child processes.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(
+            name: "XSelectionTests",
+            dependencies: ["XSelection", "TestSupport", "xselection-helper"]
+        ),
+        .testTarget(
+            name: "OpenUDIDTests",
+            dependencies: ["OpenUDID", "TestSupport", "openudid", "xselection-helper"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,147 @@
+import Foundation
+
+/// A separate process started by a test, with its standard output read line by line.
+public final class ChildProcess: @unchecked Sendable {
+    // `lines`, `buffer` and `closed` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var lines: [String] = []
+    private var buffer = Data()
+    private var closed = false
+    private let process = Process()
+    private let errorPipe = Pipe()
+    private var errorData = Data()
+
+    /// The child's process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Starts `executable` with `arguments` and `environment` (merged over nothing: pass what it needs).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String], stdin: Bool = false) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = errorPipe
+        process.standardInput = FileHandle.nullDevice
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            self?.receive(data)
+        }
+        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self else { return }
+            self.condition.lock()
+            self.errorData.append(data)
+            self.condition.unlock()
+        }
+        try process.run()
+    }
+
+    private func receive(_ data: Data) {
+        condition.lock()
+        defer { condition.broadcast(); condition.unlock() }
+        if data.isEmpty {
+            closed = true
+            return
+        }
+        buffer.append(data)
+        while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+            lines.append(line)
+            buffer.removeSubrange(buffer.startIndex...newline)
+        }
+    }
+
+    /// Waits for the next line of standard output, or nil at end of output or after `timeout`.
+    public func nextLine(timeout: TimeInterval = 10) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while lines.isEmpty && !closed {
+            if !condition.wait(until: deadline) { break }
+        }
+        return lines.isEmpty ? nil : lines.removeFirst()
+    }
+
+    /// What the child wrote to standard error so far.
+    public var standardError: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return String(decoding: errorData, as: UTF8.self)
+    }
+
+    /// Sends `signal` to the child.
+    public func signal(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Waits for the child to exit and returns its exit status (or nil after `timeout`).
+    @discardableResult
+    public func wait(timeout: TimeInterval = 10) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() > deadline { return nil }
+            usleep(5_000)
+        }
+        return process.terminationStatus
+    }
+
+    /// Whether the child still runs.
+    public var isRunning: Bool { process.isRunning }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// The result of running a command to completion.
+public struct CommandResult: Sendable {
+    public var status: Int32
+    public var standardOutput: String
+    public var standardError: String
+}
+
+/// Runs `executable` to completion and captures its output.
+public func runCommand(_ executable: URL, _ arguments: [String], environment: [String: String], input: String? = nil, timeout: TimeInterval = 30) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.environment = environment
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    if let input {
+        let inPipe = Pipe()
+        process.standardInput = inPipe
+        try process.run()
+        inPipe.fileHandleForWriting.write(Data(input.utf8))
+        try? inPipe.fileHandleForWriting.close()
+    } else {
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var outData = Data()
+    nonisolated(unsafe) var errData = Data()
+    group.enter()
+    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    group.enter()
+    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(2_000) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        group.wait()
+        throw HarnessError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+    }
+    process.waitUntilExit()
+    group.wait()
+    return CommandResult(status: process.terminationStatus,
+                         standardOutput: String(decoding: outData, as: UTF8.self),
+                         standardError: String(decoding: errData, as: UTF8.self))
+}
