@@ -16,6 +16,11 @@ let package = Package(
             providers: [.apt(["libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
         ),
         .systemLibrary(
+            name: "CGLib",
+            pkgConfig: "glib-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
+        ),
+        .systemLibrary(
             name: "CLibSecret",
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
@@ -25,7 +30,7 @@ let package = Package(
         .target(name: "XSelection", dependencies: ["CX11"]),
 
         // The identifier: records, sources, resolution, API.
-        .target(name: "OpenUDID", dependencies: ["XSelection", "CLibSecret"]),
+        .target(name: "OpenUDID", dependencies: ["XSelection", "CLibSecret", "CGLib"]),
 
         // The command-line tool.
         .executableTarget(name: "openudid", dependencies: ["OpenUDID"]),

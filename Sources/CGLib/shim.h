@@ -1,0 +1,6 @@
+#ifndef OPENUDID_CGLIB_SHIM_H
+#define OPENUDID_CGLIB_SHIM_H
+
+#include <glib.h>
+
+#endif
