@@ -35,8 +35,10 @@ let package = Package(
         // The command-line tool.
         .executableTarget(name: "openudid", dependencies: ["OpenUDID"]),
 
-        // Owns selections in a separate process for the tests (honest and hostile modes).
-        .executableTarget(name: "xselection-helper", dependencies: ["XSelection"]),
+        // Owns selections in a separate process for the tests: honestly through
+        // XSelection, or as a deliberately broken raw X client.
+        .executableTarget(name: "xselection-helper", dependencies: ["XSelection", "CX11"],
+                          path: "Tests/Helpers/xselection-helper"),
 
         // Test harness: private Xvfb, private session bus and keyring, child processes.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

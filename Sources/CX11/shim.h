@@ -7,5 +7,6 @@
 #include <X11/Xlib-xcb.h>
 #include <X11/extensions/Xfixes.h>
 #include <xcb/xcb.h>
+#include <xcb/xcbext.h>
 
 #endif

@@ -1,0 +1,120 @@
+import CX11
+import Synchronization
+
+/// A protocol error the server reported for one of our requests.
+struct ProtocolErrorRecord: Sendable, Equatable {
+    /// The sequence number of the request that failed.
+    var serial: UInt
+    /// The X error code (`BadWindow` = 3, `BadAlloc` = 11, ...).
+    var code: UInt8
+    /// The major opcode of the failed request.
+    var request: UInt8
+    /// The resource the error names (the window, for `BadWindow`).
+    var resource: UInt
+}
+
+/// Process-wide X error handlers that turn errors on *our* connections into
+/// per-connection records and hand everything else to the handlers that were
+/// installed before (a toolkit's, or libX11's defaults).
+///
+/// libX11's handlers are global while connections are per object; the registry
+/// maps a `Display*` to its state. The default handlers call `exit()`, which a
+/// library linked into someone else's app must never let happen.
+enum ErrorTrap {
+    private struct DisplayState {
+        var errors: [ProtocolErrorRecord] = []
+        var lost = false
+    }
+
+    private struct Registry {
+        var displays: [UInt: DisplayState] = [:]
+        var previousErrorHandler: XErrorHandler?
+        var previousIOErrorHandler: XIOErrorHandler?
+    }
+
+    // Errors kept per connection before the oldest are dropped, so a flood of
+    // failures from a hostile peer cannot grow memory without bound.
+    private static let errorCap = 1024
+
+    private static let registry = Mutex(Registry())
+
+    /// Starts tracking `display` and makes sure our handlers are the installed ones.
+    static func register(_ display: OpaquePointer) {
+        registry.withLock { registry in
+            registry.displays[UInt(bitPattern: display)] = DisplayState()
+            // A toolkit may have installed its own handlers after ours; put ours
+            // back on top and remember theirs for chaining.
+            let currentError = XSetErrorHandler(errorHandler)
+            if let currentError, !isOurs(currentError) { registry.previousErrorHandler = currentError }
+            let currentIO = XSetIOErrorHandler(ioErrorHandler)
+            if let currentIO, !isOurs(currentIO) { registry.previousIOErrorHandler = currentIO }
+        }
+        XSetIOErrorExitHandler(display, ioErrorExitHandler, nil)
+    }
+
+    /// Stops tracking `display`.
+    static func unregister(_ display: OpaquePointer) {
+        _ = registry.withLock { $0.displays.removeValue(forKey: UInt(bitPattern: display)) }
+    }
+
+    /// Whether the connection was lost (an I/O error was reported for it).
+    static func isLost(_ display: OpaquePointer) -> Bool {
+        registry.withLock { $0.displays[UInt(bitPattern: display)]?.lost ?? true }
+    }
+
+    /// Returns and clears the protocol errors recorded for `display`.
+    static func takeErrors(_ display: OpaquePointer) -> [ProtocolErrorRecord] {
+        registry.withLock { registry in
+            let key = UInt(bitPattern: display)
+            let errors = registry.displays[key]?.errors ?? []
+            registry.displays[key]?.errors.removeAll()
+            return errors
+        }
+    }
+
+    private static func isOurs(_ handler: XErrorHandler) -> Bool {
+        unsafeBitCast(handler, to: UInt.self) == unsafeBitCast(errorHandler, to: UInt.self)
+    }
+
+    private static func isOurs(_ handler: XIOErrorHandler) -> Bool {
+        unsafeBitCast(handler, to: UInt.self) == unsafeBitCast(ioErrorHandler, to: UInt.self)
+    }
+
+    private static let errorHandler: XErrorHandler = { display, event in
+        guard let display, let event else { return 0 }
+        let key = UInt(bitPattern: display)
+        let record = ProtocolErrorRecord(serial: UInt(event.pointee.serial), code: event.pointee.error_code,
+                                         request: event.pointee.request_code, resource: UInt(event.pointee.resourceid))
+        let previous: XErrorHandler? = ErrorTrap.registry.withLock { registry in
+            guard registry.displays[key] != nil else { return registry.previousErrorHandler }
+            if registry.displays[key]!.errors.count >= ErrorTrap.errorCap {
+                registry.displays[key]!.errors.removeFirst()
+            }
+            registry.displays[key]!.errors.append(record)
+            return nil
+        }
+        guard let previous else { return 0 }
+        return previous(display, event)
+    }
+
+    private static let ioErrorHandler: XIOErrorHandler = { display in
+        guard let display else { return 0 }
+        let key = UInt(bitPattern: display)
+        let previous: XIOErrorHandler? = ErrorTrap.registry.withLock { registry in
+            guard registry.displays[key] != nil else { return registry.previousIOErrorHandler }
+            registry.displays[key]!.lost = true
+            return nil
+        }
+        // Returning lets libX11 call the per-display exit handler, which for our
+        // connections does nothing, so the host process lives on.
+        guard let previous else { return 0 }
+        return previous(display)
+    }
+
+    private static let ioErrorExitHandler: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { display, _ in
+        guard let display else { return }
+        ErrorTrap.registry.withLock { registry in
+            registry.displays[UInt(bitPattern: display)]?.lost = true
+        }
+    }
+}

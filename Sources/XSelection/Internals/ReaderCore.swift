@@ -1,0 +1,242 @@
+import CX11
+import Foundation
+
+/// The connection and pass logic behind `SelectionReader`.
+final class ReaderCore {
+    let connection: Connection
+    private let window: UInt
+    private let incrAtom: UInt
+
+    init(display: String?) throws(XSelectionError) {
+        connection = try Connection(name: display)
+        incrAtom = try connection.atom("INCR")
+        window = try connection.createWindow()
+    }
+
+    /// Where one selection's read stands.
+    private enum Stage {
+        case awaitingNotify
+        case readingValue(cookie: UInt32)
+        case awaitingChunk
+        case readingChunk(cookie: UInt32)
+        case done(ReadOutcome)
+    }
+
+    private struct Slot {
+        var name: SelectionName
+        var atom: UInt
+        var owner: SelectionHolder?
+        var stage: Stage = .awaitingNotify
+        var buffer: [UInt8] = []
+        var type: UInt = 0
+        var format = 0
+        /// A PropertyNotify(NewValue) that arrived while a read was still in flight.
+        var newValueSeen = false
+
+        var isDone: Bool { if case .done = stage { return true } else { return false } }
+    }
+
+    func owners(of selections: [SelectionName]) throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
+        let unique = Array(Set(selections)).sorted()
+        let atoms = try connection.atoms(unique.map(\.rawValue))
+        let owners = try connection.selectionOwners(atoms, deadline: .now + .seconds(2))
+        return Dictionary(uniqueKeysWithValues: zip(unique, owners))
+    }
+
+    func read(_ selections: [SelectionName], target: String, options: SelectionReader.Options) throws(XSelectionError) -> [SelectionName: ReadOutcome] {
+        try connection.checkAlive()
+        let deadline = ContinuousClock.now + options.deadline
+        let unique = Array(Set(selections)).sorted()
+        guard !unique.isEmpty else { return [:] }
+        let atoms = try connection.atoms(unique.map(\.rawValue) + [target])
+        let targetAtom = atoms[unique.count]
+        // A real timestamp lets us tell this pass's answers from late answers to
+        // an earlier pass (owners echo it), and owners may refuse CurrentTime.
+        let time = try connection.serverTime(window: window)
+
+        var slots = zip(unique, atoms).map { Slot(name: $0, atom: $1) }
+        var indexByAtom: [UInt: Int] = [:]
+        for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
+
+        // Pipeline: owner queries, then every conversion, then one flush. Each
+        // selection converts into a property named after itself on our window,
+        // so no extra atoms are needed and answers cannot collide.
+        let ownerCookies = slots.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0.atom)).sequence }
+        for slot in slots {
+            XDeleteProperty(connection.display, window, slot.atom)
+            XConvertSelection(connection.display, slot.atom, targetAtom, slot.atom, window, time)
+        }
+        connection.flush()
+        let owners = try connection.collectOwners(ownerCookies, deadline: deadline)
+        for index in slots.indices { slots[index].owner = owners[index] }
+
+        let cap = max(options.maxBytes, 0)
+        while slots.contains(where: { !$0.isDone }) {
+            try connection.checkAlive()
+            var progressed = false
+            // Events already read from the socket.
+            while XEventsQueued(connection.display, QueuedAlready) > 0 {
+                let event = connection.nextEvent()
+                progressed = true
+                handle(event, slots: &slots, indexByAtom: indexByAtom, time: time, cap: cap)
+            }
+            // Replies already read from the socket.
+            for index in slots.indices {
+                if collectReply(&slots[index], cap: cap) { progressed = true }
+            }
+            if progressed {
+                connection.flush()
+                continue
+            }
+            guard ContinuousClock.now < deadline else { break }
+            if connection.waitReadable(until: deadline).x {
+                _ = connection.pending()
+            }
+        }
+        try connection.checkAlive()
+
+        var outcomes: [SelectionName: ReadOutcome] = [:]
+        let typeNames = connection.names(of: slots.compactMap { slot in
+            if case .done(.value) = slot.stage { return slot.type } else { return nil }
+        })
+        var typeIterator = typeNames.makeIterator()
+        for slot in slots {
+            switch slot.stage {
+            case .done(.value(let value)):
+                let typeName = typeIterator.next() ?? value.type
+                outcomes[slot.name] = .value(SelectionValue(bytes: value.bytes, type: typeName, format: value.format,
+                                                            owner: value.owner, incremental: value.incremental))
+            case .done(let outcome):
+                outcomes[slot.name] = outcome
+            default:
+                outcomes[slot.name] = .timedOut(owner: slot.owner)
+            }
+        }
+        return outcomes
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int], time: UInt, cap: Int) {
+        switch event.type {
+        case SelectionNotify:
+            let notify = event.xselection
+            guard notify.requestor == window, notify.time == time, let index = indexByAtom[notify.selection],
+                  case .awaitingNotify = slots[index].stage else { return }
+            let owner = slots[index].owner
+            if notify.property == 0 {
+                // The server answers for an ownerless selection itself, without send_event.
+                slots[index].stage = .done(notify.send_event == 0 || owner == nil ? .noOwner : .refused(owner: owner))
+            } else if notify.property != slots[index].atom {
+                slots[index].stage = .done(.malformed(owner: owner, reason: "the owner answered into a property other than the one asked for"))
+            } else {
+                let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
+                                              UInt32(min(cap / 4 + 1, Int(UInt32.max))))
+                slots[index].stage = .readingValue(cookie: cookie.sequence)
+            }
+        case PropertyNotify:
+            let notify = event.xproperty
+            guard notify.window == window, notify.state == PropertyNewValue, let index = indexByAtom[notify.atom] else { return }
+            switch slots[index].stage {
+            case .awaitingChunk:
+                requestChunk(&slots[index], cap: cap)
+            case .readingValue, .readingChunk:
+                slots[index].newValueSeen = true
+            default:
+                break
+            }
+        default:
+            break
+        }
+    }
+
+    private func requestChunk(_ slot: inout Slot, cap: Int) {
+        let room = max(cap - slot.buffer.count, 0)
+        let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slot.atom), 0, 0,
+                                      UInt32(min(room / 4 + 1, Int(UInt32.max))))
+        slot.stage = .readingChunk(cookie: cookie.sequence)
+        slot.newValueSeen = false
+    }
+
+    // MARK: Replies
+
+    /// Takes the reply to the slot's outstanding property read if it has come; returns whether it had.
+    private func collectReply(_ slot: inout Slot, cap: Int) -> Bool {
+        let cookie: UInt32
+        let firstRead: Bool
+        switch slot.stage {
+        case .readingValue(let sequence): (cookie, firstRead) = (sequence, true)
+        case .readingChunk(let sequence): (cookie, firstRead) = (sequence, false)
+        default: return false
+        }
+        var replyPointer: UnsafeMutableRawPointer?
+        var errorPointer: UnsafeMutablePointer<xcb_generic_error_t>?
+        guard xcb_poll_for_reply(connection.xcb, UInt32(cookie), &replyPointer, &errorPointer) != 0 else { return false }
+        defer {
+            free(replyPointer)
+            free(errorPointer)
+        }
+        guard let replyPointer else {
+            slot.stage = .done(.malformed(owner: slot.owner, reason: "reading the answer failed with X error \(errorPointer?.pointee.error_code ?? 0)"))
+            return true
+        }
+        let reply = replyPointer.assumingMemoryBound(to: xcb_get_property_reply_t.self)
+        let type = UInt(reply.pointee.type)
+        let format = Int(reply.pointee.format)
+        let length = Int(xcb_get_property_value_length(reply))
+        let after = Int(reply.pointee.bytes_after)
+        let data = xcb_get_property_value(reply)
+        let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+
+        if firstRead {
+            if type == 0 {
+                slot.stage = .done(.malformed(owner: slot.owner, reason: "the owner reported an answer but wrote no property"))
+            } else if type == incrAtom {
+                // Our read deleted the INCR property, which tells the owner to send the first chunk.
+                let announced = bytes.count >= 4 ? Int(bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }) : 0
+                if announced > cap {
+                    slot.stage = .done(.tooLarge(owner: slot.owner, bytes: announced))
+                } else {
+                    slot.stage = .awaitingChunk
+                    if slot.newValueSeen { requestChunk(&slot, cap: cap) }
+                }
+            } else if ![8, 16, 32].contains(format) {
+                slot.stage = .done(.malformed(owner: slot.owner, reason: "the owner wrote format \(format), not 8, 16 or 32"))
+            } else if after > 0 || length > cap {
+                slot.stage = .done(.tooLarge(owner: slot.owner, bytes: length + after))
+            } else if let owner = slot.owner {
+                slot.type = type
+                slot.stage = .done(.value(SelectionValue(bytes: bytes, type: "", format: format, owner: owner, incremental: false)))
+            } else {
+                slot.stage = .done(.malformed(owner: nil, reason: "an answer came for a selection that had no owner"))
+            }
+            return true
+        }
+
+        // An INCR chunk.
+        if type == 0 {
+            slot.stage = .done(.malformed(owner: slot.owner, reason: "an INCR chunk was announced but the property was missing"))
+        } else if length == 0 {
+            if let owner = slot.owner {
+                slot.stage = .done(.value(SelectionValue(bytes: slot.buffer, type: "", format: slot.format == 0 ? 8 : slot.format,
+                                                         owner: owner, incremental: true)))
+            } else {
+                slot.stage = .done(.malformed(owner: nil, reason: "an INCR transfer came from no owner"))
+            }
+        } else if slot.format != 0 && (format != slot.format || type != slot.type) {
+            slot.stage = .done(.malformed(owner: slot.owner, reason: "INCR chunks changed type or format midway"))
+        } else if ![8, 16, 32].contains(format) {
+            slot.stage = .done(.malformed(owner: slot.owner, reason: "an INCR chunk had format \(format)"))
+        } else if slot.buffer.count + length + after > cap {
+            slot.buffer = []
+            slot.stage = .done(.tooLarge(owner: slot.owner, bytes: slot.buffer.count + length + after))
+        } else {
+            slot.type = type
+            slot.format = format
+            slot.buffer += bytes
+            slot.stage = .awaitingChunk
+            if slot.newValueSeen { requestChunk(&slot, cap: cap) }
+        }
+        return true
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Synchronization
+
+/// A pipe whose read end wakes a thread blocked in `poll`.
+final class WakePipe: Sendable {
+    let readFD: Int32
+    let writeFD: Int32
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            }
+        } else {
+            fds = [-1, -1]
+        }
+        readFD = fds[0]
+        writeFD = fds[1]
+    }
+
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(writeFD, &byte, 1)
+    }
+
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(readFD, &buffer, buffer.count) > 0 {}
+    }
+
+    deinit {
+        if readFD >= 0 { close(readFD) }
+        if writeFD >= 0 { close(writeFD) }
+    }
+}
+
+/// A dedicated thread that owns a non-Sendable core and runs work posted to it.
+///
+/// The core (which holds the X connection) is created and used on the thread
+/// only; other threads reach it by posting closures and waiting for the result.
+final class ServiceThread<Core: AnyObject>: Sendable {
+    typealias Job = @Sendable (Core) -> Void
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var stopped = false
+    }
+
+    let wakePipe = WakePipe()
+    private let queue = Mutex(Queue())
+
+    /// Starts the thread. `makeCore` runs on the new thread; `run` is its loop and
+    /// returns when the thread should end (it calls `runJobs` when woken).
+    init(name: String, makeCore: @escaping @Sendable () -> Core?, run: @escaping @Sendable (Core, ServiceThread<Core>) -> Void) {
+        let thread = Thread { [self] in
+            guard let core = makeCore() else {
+                self.markStopped()
+                return
+            }
+            run(core, self)
+            self.markStopped()
+            // Jobs that arrived after the loop ended still get an answer (an error).
+            self.runJobs(core)
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    private func markStopped() { queue.withLock { $0.stopped = true } }
+
+    /// Whether the loop has ended.
+    var isStopped: Bool { queue.withLock { $0.stopped } }
+
+    /// Posts `job` to run on the thread; returns false if the thread has ended.
+    @discardableResult
+    func post(_ job: @escaping Job) -> Bool {
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.stopped else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        if accepted { wakePipe.wake() }
+        return accepted
+    }
+
+    /// Runs `body` on the thread and waits for its result, up to `timeout`.
+    func perform<T: Sendable>(timeout: Duration = .seconds(10), _ body: @escaping @Sendable (Core) throws(XSelectionError) -> T,
+                              onTimeout: XSelectionError, onStopped: XSelectionError) throws(XSelectionError) -> T {
+        let box = ResultBox<T>()
+        let posted = post { core in
+            do throws(XSelectionError) {
+                box.set(.success(try body(core)))
+            } catch {
+                box.set(.failure(error))
+            }
+        }
+        guard posted else { throw onStopped }
+        guard let result = box.wait(timeout: timeout) else { throw onTimeout }
+        return try result.get()
+    }
+
+    /// Runs every posted job; call from the thread's loop when woken.
+    func runJobs(_ core: Core) {
+        wakePipe.drain()
+        let jobs = queue.withLock { queue -> [Job] in
+            defer { queue.jobs.removeAll() }
+            return queue.jobs
+        }
+        for job in jobs { job(core) }
+    }
+}
+
+/// A one-shot result handed from the service thread to a waiting caller.
+final class ResultBox<T: Sendable>: Sendable {
+    private let value = Mutex<Result<T, XSelectionError>?>(nil)
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func set(_ result: Result<T, XSelectionError>) {
+        value.withLock { $0 = result }
+        semaphore.signal()
+    }
+
+    func wait(timeout: Duration) -> Result<T, XSelectionError>? {
+        let (seconds, attoseconds) = timeout.components
+        let nanos = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        guard semaphore.wait(timeout: .now() + .nanoseconds(nanos)) == .success else { return nil }
+        return value.withLock { $0 }
+    }
+}

@@ -1,0 +1,176 @@
+import Synchronization
+
+/// Owns named selections and answers requests for them on a thread of its own.
+///
+/// The owner opens its own connection and serves on its own thread, so a host
+/// app with its own event loop need not pump anything. One owner can hold many
+/// selections, each with several payload targets; it also answers `TARGETS`,
+/// `TIMESTAMP` and `MULTIPLE` as ICCCM section 2.6.2 requires, and sends large
+/// payloads incrementally (`INCR`).
+///
+/// ```swift
+/// let owner = try SelectionOwner()
+/// let result = try owner.claim("_MY_SELECTION",
+///                              payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("hi".utf8))],
+///                              mode: .ifFree)
+/// ```
+public final class SelectionOwner: Sendable {
+    /// Tuning for an owner.
+    public struct Options: Sendable {
+        /// Payloads larger than this many bytes are sent with INCR. Nil means the
+        /// server's maximum request size (the ICCCM rule); tests set it lower.
+        public var incrThreshold: Int?
+        /// An INCR transfer whose requestor does not take the next chunk within this time is dropped.
+        public var transferTimeout: Duration
+        /// At most this many INCR transfers run at once; further large requests are refused.
+        public var maxTransfers: Int
+
+        /// Creates the default options.
+        public init(incrThreshold: Int? = nil, transferTimeout: Duration = .seconds(5), maxTransfers: Int = 64) {
+            self.incrThreshold = incrThreshold
+            self.transferTimeout = transferTimeout
+            self.maxTransfers = maxTransfers
+        }
+    }
+
+    /// How to claim a selection.
+    public enum ClaimMode: Sendable {
+        /// Claim only if no other window owns it: check, claim and verify under a
+        /// server grab, so two claimants cannot both believe they won.
+        case ifFree
+        /// Take the selection whoever owns it (the protocol's plain claim).
+        case always
+    }
+
+    /// The outcome of a claim.
+    public enum ClaimResult: Sendable, Equatable {
+        /// The selection is ours since this server time.
+        case claimed(since: XTimestamp)
+        /// Another window owned it and the mode was `.ifFree`; nothing changed.
+        case taken(by: XWindow)
+        /// The claim did not stick: after it, the server named another owner (or none).
+        case lostRace(to: XWindow?)
+    }
+
+    /// Something that happened to the owner, reported on `events`.
+    public enum Event: Sendable, Equatable {
+        /// Another client took the selection (`SelectionClear`); `newOwner` is its window where known.
+        case lost(SelectionName, newOwner: XWindow?)
+        /// The server went away; every selection is gone and the owner has stopped.
+        case connectionLost(XSelectionError)
+    }
+
+    /// Counters of what the owner has done, for diagnostics and benchmarks.
+    public struct Statistics: Sendable, Equatable {
+        /// Requests answered with data.
+        public var answered = 0
+        /// Requests refused (unknown target, wrong time, not ours, too many transfers).
+        public var refused = 0
+        /// INCR transfers started.
+        public var incrStarted = 0
+        /// INCR transfers that sent their last chunk.
+        public var incrCompleted = 0
+        /// INCR transfers dropped (requestor gone, timed out).
+        public var incrDropped = 0
+        /// Protocol errors caused by peers (a requestor window that vanished, ...).
+        public var peerErrors = 0
+    }
+
+    /// The display this owner is connected to.
+    public let display: String
+    /// The window that owns this owner's selections.
+    public let window: XWindow
+    /// Losses of selections and of the connection, in the order they happened.
+    public let events: AsyncStream<Event>
+
+    private let thread: ServiceThread<OwnerCore>
+    private let shared: OwnerShared
+
+    /// Connects to `display` (or `$DISPLAY`) and starts the serving thread.
+    ///
+    /// - Throws: `XSelectionError` naming the display when it cannot be opened.
+    public init(display: String? = nil, options: Options = Options()) throws(XSelectionError) {
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let opened = ResultBox<Opened>()
+        let shared = OwnerShared()
+        self.events = stream
+        self.shared = shared
+        self.thread = ServiceThread(name: "XSelection.SelectionOwner", makeCore: { () -> OwnerCore? in
+            do throws(XSelectionError) {
+                let core = try OwnerCore(display: display, options: options, events: continuation, shared: shared)
+                opened.set(.success(Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window))))
+                return core
+            } catch {
+                opened.set(.failure(error))
+                continuation.finish()
+                return nil
+            }
+        }, run: { core, thread in core.run(thread) })
+        guard let result = opened.wait(timeout: .seconds(30)) else {
+            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
+        }
+        let info = try result.get()
+        self.display = info.name
+        self.window = XWindow(info.window)
+    }
+
+    deinit { close() }
+
+    /// Claims `selection` and serves `payloads` for it.
+    ///
+    /// - Parameters:
+    ///   - selection: The selection to own.
+    ///   - payloads: The targets to serve, each with its type and bytes.
+    ///   - mode: `.ifFree` to leave a selection someone else owns alone.
+    /// - Returns: Whether the claim stuck, and if not, who holds the selection.
+    /// - Throws: `XSelectionError` if the connection is lost or the server does not answer.
+    @discardableResult
+    public func claim(_ selection: SelectionName, payloads: [SelectionPayload], mode: ClaimMode = .always) throws(XSelectionError) -> ClaimResult {
+        try perform { core throws(XSelectionError) in try core.claim(selection, payloads: payloads, mode: mode) }
+    }
+
+    /// Replaces what `selection` serves; the next request gets the new payloads.
+    ///
+    /// - Throws: `XSelectionError` if the connection is lost.
+    /// - Returns: False if the selection is not held (it was never claimed, or was lost).
+    @discardableResult
+    public func setPayloads(_ payloads: [SelectionPayload], for selection: SelectionName) throws(XSelectionError) -> Bool {
+        try perform { core throws(XSelectionError) in try core.setPayloads(payloads, for: selection) }
+    }
+
+    /// Gives up `selection` if this owner holds it.
+    public func release(_ selection: SelectionName) throws(XSelectionError) {
+        try perform { core throws(XSelectionError) in try core.release(selection) }
+    }
+
+    /// The selections this owner holds now.
+    public func heldSelections() throws(XSelectionError) -> [SelectionName] {
+        try perform { core in core.heldNames }
+    }
+
+    /// What the owner has done so far.
+    public var statistics: Statistics { shared.counters.withLock { $0 } }
+
+    /// Stops serving and closes the connection; the server then drops every selection held.
+    public func close() {
+        thread.post { core in core.stopRequested = true }
+    }
+
+    private func perform<T: Sendable>(_ body: @escaping @Sendable (OwnerCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
+        try thread.perform(body, onTimeout: .timedOut(display, "the owner thread"), onStopped: .connectionLost(display))
+    }
+}
+
+private struct Opened: Sendable {
+    var name: String
+    var window: UInt32
+}
+
+/// State the serving thread shares with the public object.
+final class OwnerShared: Sendable {
+    let counters = Mutex(SelectionOwner.Statistics())
+
+    func count(_ update: (inout SelectionOwner.Statistics) -> Void) {
+        counters.withLock { update(&$0) }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// Reads selections that other clients own, many at once.
+///
+/// A pass over many selections is pipelined: every conversion is issued before
+/// any reply is awaited and the property reads are pipelined too, so reading a
+/// hundred selections costs a few round trips plus the owners' own time. Each
+/// selection gets its own typed outcome; one owner that is slow, hostile or
+/// dead cannot hold up the others past the pass's deadline.
+///
+/// The reader keeps one connection behind a lock; calls from several threads
+/// are served one after another.
+public final class SelectionReader: @unchecked Sendable {
+    // `core` (and the connection inside it) is only touched with `lock` held.
+    private let lock = NSLock()
+    private var core: ReaderCore?
+
+    /// Limits for one pass.
+    public struct Options: Sendable {
+        /// The whole pass ends by then; selections not answered are reported as timed out.
+        public var deadline: Duration
+        /// The most bytes accepted for one selection; a larger value is reported as too large and not buffered.
+        public var maxBytes: Int
+
+        /// Creates options; the defaults are a 250 ms deadline and a 64 KiB cap.
+        public init(deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024) {
+            self.deadline = deadline
+            self.maxBytes = maxBytes
+        }
+    }
+
+    /// The display this reader is connected to.
+    public let display: String
+
+    /// Connects to `display` (or `$DISPLAY`).
+    ///
+    /// - Throws: `XSelectionError` naming the display when it cannot be opened.
+    public init(display: String? = nil) throws(XSelectionError) {
+        let core = try ReaderCore(display: display)
+        self.core = core
+        self.display = core.connection.name
+    }
+
+    /// Reads `selections` converted to `target` in one pipelined pass.
+    ///
+    /// - Parameters:
+    ///   - selections: The selections to read; duplicates are read once.
+    ///   - target: The target to ask for, for example `UTF8_STRING`.
+    ///   - options: The pass's deadline and size cap.
+    /// - Returns: One outcome per selection.
+    /// - Throws: `XSelectionError` only when the connection itself fails (the server is gone);
+    ///   problems of single selections are outcomes, not errors.
+    public func read(_ selections: [SelectionName], target: String, options: Options = Options()) throws(XSelectionError) -> [SelectionName: ReadOutcome] {
+        try withCore { core throws(XSelectionError) in try core.read(selections, target: target, options: options) }
+    }
+
+    /// Reads one selection converted to `target`.
+    public func read(_ selection: SelectionName, target: String, options: Options = Options()) throws(XSelectionError) -> ReadOutcome {
+        try read([selection], target: target, options: options)[selection] ?? .timedOut(owner: nil)
+    }
+
+    /// The targets the owner of `selection` offers (its answer to `TARGETS`), or nil if it gave none.
+    public func targets(of selection: SelectionName, options: Options = Options()) throws(XSelectionError) -> [String]? {
+        try withCore { core throws(XSelectionError) in
+            guard case .value(let value) = try core.read([selection], target: "TARGETS", options: options)[selection],
+                  value.format == 32 else { return nil }
+            return core.connection.names(of: value.items32.map(UInt.init))
+        }
+    }
+
+    /// The current owner of each of `selections`, asked in one round trip.
+    public func owners(of selections: [SelectionName]) throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
+        try withCore { core throws(XSelectionError) in try core.owners(of: selections) }
+    }
+
+    /// Closes the connection; later calls throw `closed`.
+    public func close() {
+        lock.withLock {
+            core?.connection.close()
+            core = nil
+        }
+    }
+
+    private func withCore<T>(_ body: (ReaderCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let core else { throw .closed(display) }
+        return try body(core)
+    }
+}
+
+/// Who owned a selection when it was read.
+public struct SelectionHolder: Sendable, Hashable, CustomStringConvertible {
+    /// The owner's window.
+    public let window: XWindow
+    /// The client (connection) the window belongs to: one client, however many selections it holds.
+    public let client: XClient
+
+    /// Creates a holder.
+    public init(window: XWindow, client: XClient) {
+        self.window = window
+        self.client = client
+    }
+
+    public var description: String { "window \(window) of \(client)" }
+}
+
+/// A selection's value as its owner sent it.
+public struct SelectionValue: Sendable, Equatable {
+    /// The data; for format 16 and 32, 2 or 4 bytes per item in host byte order.
+    public let bytes: [UInt8]
+    /// The type the owner gave, for example `UTF8_STRING`.
+    public let type: String
+    /// Bits per item: 8, 16 or 32.
+    public let format: Int
+    /// The owner that answered.
+    public let owner: SelectionHolder
+    /// Whether it came incrementally (INCR).
+    public let incremental: Bool
+
+    /// The items of format-32 data.
+    public var items32: [UInt32] {
+        stride(from: 0, to: bytes.count - bytes.count % 4, by: 4).map { index in
+            UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24
+        }
+    }
+}
+
+/// What reading one selection gave.
+public enum ReadOutcome: Sendable, Equatable {
+    /// Nobody owns the selection.
+    case noOwner
+    /// The owner answered with a value.
+    case value(SelectionValue)
+    /// The owner refused the conversion (it does not offer the target, or declined).
+    case refused(owner: SelectionHolder?)
+    /// No answer (or no complete answer) arrived before the pass's deadline.
+    case timedOut(owner: SelectionHolder?)
+    /// The value exceeds the size cap; `bytes` is the size announced or received so far.
+    case tooLarge(owner: SelectionHolder?, bytes: Int)
+    /// The answer broke the protocol: wrong property, missing data, a broken INCR, an owner that died mid-transfer.
+    case malformed(owner: SelectionHolder?, reason: String)
+
+    /// The value, when there is one.
+    public var value: SelectionValue? {
+        if case .value(let value) = self { return value }
+        return nil
+    }
+}

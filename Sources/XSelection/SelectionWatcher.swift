@@ -1,0 +1,149 @@
+import CX11
+
+/// Reports, through XFixes, when the owner of any of a set of selections
+/// changes, when an owner's window is destroyed, and when an owner's client
+/// disconnects.
+///
+/// The watcher subscribes before it looks at the current owners, so no change
+/// can slip between the snapshot in `initialOwners` and the first event.
+public final class SelectionWatcher: Sendable {
+    /// What happened to a selection.
+    public enum Change: Sendable, Equatable {
+        /// A client set a new owner (nil: the selection was given up).
+        case newOwner(SelectionHolder?)
+        /// The owner's window was destroyed; the selection now has no owner.
+        case ownerWindowDestroyed
+        /// The owner's client disconnected (it exited or was killed); the selection now has no owner.
+        case ownerClientClosed
+    }
+
+    /// One report from the watcher.
+    public enum Event: Sendable, Equatable {
+        /// `selection` changed at server time `time`.
+        case changed(SelectionName, Change, time: XTimestamp)
+        /// The server went away; the watcher has stopped.
+        case connectionLost(XSelectionError)
+    }
+
+    /// The display watched.
+    public let display: String
+    /// The owners when the subscription began (nil: no owner).
+    public let initialOwners: [SelectionName: SelectionHolder?]
+    /// The changes, in server order.
+    public let events: AsyncStream<Event>
+
+    private let thread: ServiceThread<WatcherCore>
+
+    /// Connects to `display` (or `$DISPLAY`) and starts watching `selections`.
+    ///
+    /// - Throws: `XSelectionError` when the display cannot be opened or lacks XFixes.
+    public init(display: String? = nil, selections: [SelectionName]) throws(XSelectionError) {
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let started = ResultBox<Started>()
+        let unique = Array(Set(selections)).sorted()
+        self.events = stream
+        self.thread = ServiceThread(name: "XSelection.SelectionWatcher", makeCore: { () -> WatcherCore? in
+            do throws(XSelectionError) {
+                let core = try WatcherCore(display: display, selections: unique, events: continuation)
+                let owners = try core.subscribe()
+                started.set(.success(Started(name: core.connection.name, owners: owners)))
+                return core
+            } catch {
+                started.set(.failure(error))
+                continuation.finish()
+                return nil
+            }
+        }, run: { core, thread in core.run(thread) })
+        guard let result = started.wait(timeout: .seconds(30)) else {
+            throw XSelectionError(.timedOut, display: display ?? "", "starting to watch selections took longer than 30 s")
+        }
+        let info = try result.get()
+        self.display = info.name
+        self.initialOwners = info.owners
+    }
+
+    deinit { stop() }
+
+    /// Stops watching and closes the connection; `events` then finishes.
+    public func stop() {
+        thread.post { core in core.stopRequested = true }
+    }
+}
+
+private struct Started: Sendable {
+    var name: String
+    var owners: [SelectionName: SelectionHolder?]
+}
+
+/// The watching side; lives on the watcher's thread only.
+final class WatcherCore {
+    let connection: Connection
+    var stopRequested = false
+    private let selections: [SelectionName]
+    private let events: AsyncStream<SelectionWatcher.Event>.Continuation
+    private var eventBase: Int32 = 0
+    private var names: [UInt: SelectionName] = [:]
+
+    init(display: String?, selections: [SelectionName], events: AsyncStream<SelectionWatcher.Event>.Continuation) throws(XSelectionError) {
+        connection = try Connection(name: display)
+        self.selections = selections
+        self.events = events
+        var errorBase: Int32 = 0
+        guard XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 else {
+            throw XSelectionError(.missingExtension, display: connection.name,
+                                  "X display \"\(connection.name)\" lacks the XFixes extension, which watching selections needs")
+        }
+        var major: Int32 = 0, minor: Int32 = 0
+        XFixesQueryVersion(connection.display, &major, &minor)
+    }
+
+    /// Subscribes to every selection, then reads the current owners.
+    func subscribe() throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
+        let atoms = try connection.atoms(selections.map(\.rawValue))
+        let mask = UInt(XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
+        for (name, atom) in zip(selections, atoms) {
+            names[atom] = name
+            XFixesSelectSelectionInput(connection.display, connection.root, atom, mask)
+        }
+        let owners = try connection.selectionOwners(atoms, deadline: .now + .seconds(5))
+        return Dictionary(uniqueKeysWithValues: zip(selections, owners))
+    }
+
+    func run(_ thread: ServiceThread<WatcherCore>) {
+        while !stopRequested {
+            guard connection.isAlive else {
+                events.yield(.connectionLost(.connectionLost(connection.name)))
+                break
+            }
+            while connection.pending() > 0 {
+                handle(connection.nextEvent())
+            }
+            guard connection.isAlive else { continue }
+            let ready = connection.waitReadable(until: nil, extraFD: thread.wakePipe.readFD)
+            if ready.extra { thread.runJobs(self) }
+        }
+        connection.close()
+        events.finish()
+    }
+
+    private func handle(_ event: XEvent) {
+        guard event.type == eventBase + XFixesSelectionNotify else { return }
+        var copy = event
+        let notify = withUnsafePointer(to: &copy) {
+            $0.withMemoryRebound(to: XFixesSelectionNotifyEvent.self, capacity: 1) { $0.pointee }
+        }
+        guard let name = names[notify.selection] else { return }
+        let change: SelectionWatcher.Change
+        switch notify.subtype {
+        case XFixesSetSelectionOwnerNotify:
+            let owner = notify.owner
+            change = .newOwner(owner == 0 ? nil : SelectionHolder(window: XWindow(UInt32(truncatingIfNeeded: owner)),
+                                                                  client: connection.client(of: owner)))
+        case XFixesSelectionWindowDestroyNotify:
+            change = .ownerWindowDestroyed
+        default:
+            change = .ownerClientClosed
+        }
+        events.yield(.changed(name, change, time: XTimestamp(UInt32(truncatingIfNeeded: notify.timestamp))))
+    }
+}

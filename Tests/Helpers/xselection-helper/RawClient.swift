@@ -1,0 +1,177 @@
+// Deliberately broken selection owners, written against raw Xlib so they can
+// break the protocol in ways a correct library never would.
+import CX11
+import Foundation
+
+/// Owns `selection` and misbehaves as `behavior` says:
+/// - silent: never answers any request
+/// - wrong-property: answers into a property other than the one asked for
+/// - no-property: reports success but writes nothing
+/// - bad-format: writes format-16 data where 8-bit text is expected... announced as 24-bit
+/// - garbage: answers with random bytes
+/// - stall-incr: starts an INCR transfer, sends one chunk, then goes quiet
+/// - die-mid-incr: starts an INCR transfer, sends one chunk, then exits
+/// - huge-incr: streams an INCR transfer of `size` bytes as fast as the reader takes it
+func runHostile(selection name: String, behavior: String, size: Int) -> Never {
+    guard let display = XOpenDisplay(nil) else {
+        FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
+        exit(1)
+    }
+    let root = XDefaultRootWindow(display)
+    let window = XCreateSimpleWindow(display, root, 0, 0, 1, 1, 0, 0, 0)
+    XSelectInput(display, window, PropertyChangeMask)
+    let selection = XInternAtom(display, name, 0)
+    let incr = XInternAtom(display, "INCR", 0)
+    let utf8 = XInternAtom(display, "UTF8_STRING", 0)
+    XSetSelectionOwner(display, selection, window, UInt(CurrentTime))
+    XSync(display, 0)
+    say("ready 0x\(String(window, radix: 16))")
+
+    var transfer: (requestor: UInt, property: UInt, sent: Int)?
+    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+    var event = XEvent()
+    while true {
+        XNextEvent(display, &event)
+        if event.type == PropertyNotify, let current = transfer, event.xproperty.window == current.requestor,
+           event.xproperty.atom == current.property, event.xproperty.state == PropertyDelete {
+            switch behavior {
+            case "stall-incr":
+                continue
+            case "die-mid-incr" where current.sent > 0:
+                exit(0)
+            default:
+                let remaining = size - current.sent
+                let count = max(0, min(chunk.count, remaining))
+                XChangeProperty(display, current.requestor, current.property, utf8, 8, PropModeReplace, chunk, Int32(count))
+                transfer = count == 0 ? nil : (current.requestor, current.property, current.sent + count)
+                XFlush(display)
+            }
+            continue
+        }
+        guard event.type == SelectionRequest else { continue }
+        let request = event.xselectionrequest
+        if behavior == "silent" { continue }
+        var property = request.property == 0 ? request.target : request.property
+        switch behavior {
+        case "wrong-property":
+            property = XInternAtom(display, "_XSELECTION_SOMEWHERE_ELSE", 0)
+            XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, chunk, 10)
+        case "no-property":
+            break
+        case "bad-format":
+            var items: [UInt16] = [1, 2, 3]
+            items.withUnsafeMutableBytes { raw in
+                _ = XChangeProperty(display, request.requestor, property, utf8, 16, PropModeReplace,
+                                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 3)
+            }
+        case "garbage":
+            let junk = (0..<200).map { _ in UInt8.random(in: 0...255) }
+            XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, junk, Int32(junk.count))
+        default: // the INCR behaviours
+            XSelectInput(display, request.requestor, PropertyChangeMask)
+            var announced = [UInt(size)]
+            announced.withUnsafeMutableBytes { raw in
+                _ = XChangeProperty(display, request.requestor, property, incr, 32, PropModeReplace,
+                                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
+            }
+            transfer = (request.requestor, property, 0)
+        }
+        var reply = XEvent()
+        reply.xselection = XSelectionEvent(type: SelectionNotify, serial: 0, send_event: 1, display: display,
+                                           requestor: request.requestor, selection: request.selection, target: request.target,
+                                           property: property, time: request.time)
+        XSendEvent(display, request.requestor, 0, 0, &reply)
+        XFlush(display)
+    }
+}
+
+/// A raw requestor, for checking how an owner answers requests that
+/// SelectionReader never makes: a chosen timestamp, no property, MULTIPLE.
+///
+/// Prints one line per answer: `ok TARGET TYPE FORMAT TEXT` or `refused TARGET`.
+func runRequest(selection name: String, targets: [String], time: UInt, noProperty: Bool) -> Never {
+    guard let display = XOpenDisplay(nil) else {
+        FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
+        exit(1)
+    }
+    let window = XCreateSimpleWindow(display, XDefaultRootWindow(display), 0, 0, 1, 1, 0, 0, 0)
+    let selection = XInternAtom(display, name, 0)
+    let multiple = XInternAtom(display, "MULTIPLE", 0)
+    let atomPair = XInternAtom(display, "ATOM_PAIR", 0)
+    let resultProperty = XInternAtom(display, "_XSELECTION_HELPER_RESULT", 0)
+    let targetAtoms = targets.map { XInternAtom(display, $0, 0) }
+
+    func readProperty(_ property: UInt) -> (type: UInt, format: Int32, bytes: [UInt8], items: [UInt])? {
+        var type: UInt = 0, format: Int32 = 0, count: UInt = 0, after: UInt = 0
+        var data: UnsafeMutablePointer<UInt8>?
+        guard XGetWindowProperty(display, window, property, 0, 1 << 20, 1, 0, &type, &format, &count, &after, &data) == Success,
+              type != 0, let data else { return nil }
+        defer { XFree(data) }
+        if format == 32 {
+            let items = Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt.self), count: Int(count)))
+            return (type, format, [], items)
+        }
+        return (type, format, Array(UnsafeBufferPointer(start: data, count: Int(count) * Int(format / 8))), [])
+    }
+
+    func atomName(_ atom: UInt) -> String {
+        guard atom != 0, let raw = XGetAtomName(display, atom) else { return "None" }
+        defer { XFree(raw) }
+        return String(cString: raw)
+    }
+
+    func describe(_ target: String, _ value: (type: UInt, format: Int32, bytes: [UInt8], items: [UInt])) -> String {
+        let text = value.format == 32 ? value.items.map { atomName($0) == "None" ? String($0) : atomName($0) }.joined(separator: ",")
+            : String(decoding: value.bytes, as: UTF8.self)
+        return "ok \(target) \(atomName(value.type)) \(value.format) \(text)"
+    }
+
+    let multipleRequest = targets.count > 1
+    let target = multipleRequest ? multiple : targetAtoms[0]
+    if multipleRequest {
+        var pairs: [UInt] = []
+        for (index, atom) in targetAtoms.enumerated() {
+            pairs += [atom, XInternAtom(display, "_XSELECTION_HELPER_P\(index)", 0)]
+        }
+        let count = Int32(pairs.count)
+        pairs.withUnsafeMutableBytes { raw in
+            _ = XChangeProperty(display, window, resultProperty, atomPair, 32, PropModeReplace,
+                                raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
+        }
+    }
+    XConvertSelection(display, selection, target, noProperty ? 0 : resultProperty, window, time)
+    XFlush(display)
+    var event = XEvent()
+    let deadline = Date().addingTimeInterval(5)
+    while Date() < deadline {
+        if XCheckTypedWindowEvent(display, window, SelectionNotify, &event) != 0 {
+            let notify = event.xselection
+            guard notify.property != 0 else {
+                say("refused \(targets.joined(separator: ","))")
+                exit(0)
+            }
+            if multipleRequest {
+                guard let pairs = readProperty(notify.property) else { say("malformed"); exit(0) }
+                for index in stride(from: 0, to: pairs.items.count - 1, by: 2) {
+                    let name = atomName(pairs.items[index])
+                    if pairs.items[index + 1] == 0 {
+                        say("refused \(name)")
+                    } else if let value = readProperty(pairs.items[index + 1]) {
+                        say(describe(name, value))
+                    } else {
+                        say("missing \(name)")
+                    }
+                }
+            } else if let value = readProperty(notify.property) {
+                say("property \(atomName(notify.property))")
+                say(describe(targets[0], value))
+            } else {
+                say("missing \(targets[0])")
+            }
+            exit(0)
+        }
+        usleep(2_000)
+    }
+    say("timeout")
+    exit(0)
+}

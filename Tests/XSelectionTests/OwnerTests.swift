@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import XSelection
+
+@Suite struct OwnerTests {
+    let display = SharedServer.display
+
+    private func text(_ string: String, target: String = "UTF8_STRING") -> SelectionPayload {
+        SelectionPayload(target: target, bytes: Array(string.utf8))
+    }
+
+    @Test func answersTargetsTimestampAndMultiple() throws {
+        let owner = try SelectionOwner(display: display)
+        let result = try owner.claim("_T_OWNER_STANDARD", payloads: [
+            text("plain", target: "UTF8_STRING"),
+            SelectionPayload(target: "_T_RECORD", type: "_T_RECORD", bytes: Array("{\"a\":1}".utf8)),
+        ])
+        guard case .claimed(let since) = result else {
+            Issue.record("claim failed: \(result)")
+            return
+        }
+        let reader = try SelectionReader(display: display)
+        let targets = try #require(try reader.targets(of: "_T_OWNER_STANDARD"))
+        #expect(Set(targets) == ["TARGETS", "TIMESTAMP", "MULTIPLE", "UTF8_STRING", "_T_RECORD"])
+
+        let stamp = try #require(try reader.read("_T_OWNER_STANDARD", target: "TIMESTAMP").value)
+        #expect(stamp.type == "INTEGER")
+        #expect(stamp.items32 == [since.rawValue])
+
+        let lines = try requestWithHelper(display: display, ["--selection", "_T_OWNER_STANDARD", "--targets", "UTF8_STRING,_T_BOGUS,_T_RECORD"])
+        #expect(lines == ["ok UTF8_STRING UTF8_STRING 8 plain", "refused _T_BOGUS", "ok _T_RECORD _T_RECORD 8 {\"a\":1}"])
+    }
+
+    @Test func usesTheTargetAsPropertyForAnObsoleteRequestor() throws {
+        let owner = try SelectionOwner(display: display)
+        try owner.claim("_T_OWNER_OBSOLETE", payloads: [text("old style")])
+        let lines = try requestWithHelper(display: display, ["--selection", "_T_OWNER_OBSOLETE", "--targets", "UTF8_STRING", "--no-property"])
+        #expect(lines == ["property UTF8_STRING", "ok UTF8_STRING UTF8_STRING 8 old style"])
+    }
+
+    @Test func refusesRequestsTimedBeforeItsOwnershipButAcceptsCurrentTime() throws {
+        let owner = try SelectionOwner(display: display)
+        guard case .claimed(let since) = try owner.claim("_T_OWNER_TIME", payloads: [text("timely")]) else {
+            Issue.record("claim failed")
+            return
+        }
+        let before = try requestWithHelper(display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "\(since.rawValue - 1)"])
+        #expect(before == ["refused UTF8_STRING"])
+        let current = try requestWithHelper(display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "0"])
+        #expect(current.last == "ok UTF8_STRING UTF8_STRING 8 timely")
+        let after = try requestWithHelper(display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "\(since.rawValue + 1)"])
+        #expect(after.last == "ok UTF8_STRING UTF8_STRING 8 timely")
+        #expect(owner.statistics.refused >= 1)
+    }
+
+    @Test func claimIfFreeLeavesAnotherOwnerAlone() throws {
+        let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_OWNER_TAKEN", "--text", "theirs"])
+        let owner = try SelectionOwner(display: display)
+        let result = try owner.claim("_T_OWNER_TAKEN", payloads: [text("mine")], mode: .ifFree)
+        guard case .taken = result else {
+            Issue.record("expected taken, got \(result)")
+            return
+        }
+        let reader = try SelectionReader(display: display)
+        #expect(try reader.read("_T_OWNER_TAKEN", target: "UTF8_STRING").value?.bytes == Array("theirs".utf8))
+        _ = helper
+    }
+
+    @Test func reportsTheLossOfASelectionWithTheNewOwner() async throws {
+        let owner = try SelectionOwner(display: display)
+        try owner.claim("_T_OWNER_LOST", payloads: [text("first")])
+        let thief = try SelectionOwner(display: display)
+        try thief.claim("_T_OWNER_LOST", payloads: [text("second")])
+        let event = await next(owner.events)
+        #expect(event == .lost("_T_OWNER_LOST", newOwner: thief.window))
+        #expect(try owner.heldSelections().isEmpty)
+    }
+
+    @Test func newPayloadsTakeEffectWithoutReclaiming() throws {
+        let owner = try SelectionOwner(display: display)
+        try owner.claim("_T_OWNER_UPDATE", payloads: [text("before")])
+        let reader = try SelectionReader(display: display)
+        #expect(try reader.read("_T_OWNER_UPDATE", target: "UTF8_STRING").value?.bytes == Array("before".utf8))
+        #expect(try owner.setPayloads([text("after")], for: "_T_OWNER_UPDATE"))
+        #expect(try reader.read("_T_OWNER_UPDATE", target: "UTF8_STRING").value?.bytes == Array("after".utf8))
+    }
+
+    @Test func finishesAnINCRTransferInFlightAfterLosingTheSelection() throws {
+        let size = 300_000
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let owner = try SelectionOwner(display: display, options: .init(incrThreshold: 4096))
+        try owner.claim("_T_OWNER_INCR_LOSS", payloads: [SelectionPayload(target: "application/octet-stream", bytes: bytes)])
+        // Start a transfer, then lose the selection while it runs: the reader
+        // (the helper, via raw Xlib, reads slowly enough) still gets every byte.
+        let reader = try SelectionReader(display: display)
+        let thief = try SelectionOwner(display: display)
+        let group = DispatchGroup()
+        nonisolated(unsafe) var outcome: ReadOutcome?
+        group.enter()
+        DispatchQueue.global().async {
+            outcome = try? reader.read("_T_OWNER_INCR_LOSS", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
+            group.leave()
+        }
+        _ = eventually(timeout: 5) { owner.statistics.incrStarted > 0 }
+        try thief.claim("_T_OWNER_INCR_LOSS", payloads: [text("thief")])
+        group.wait()
+        #expect(outcome?.value?.bytes == bytes)
+        #expect(owner.statistics.incrCompleted == 1)
+    }
+}
