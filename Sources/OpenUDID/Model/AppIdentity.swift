@@ -39,6 +39,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The application id.
     public var description: String { id }
 
     /// Checks `name` against the application-id rules.
@@ -66,9 +67,11 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// Works on UTF-8 bytes so that no Unicode letter, combining mark or
     /// look-alike character can pass as ASCII.
     static func brokenRule(in name: String) -> IdentityError.Rule? {
+        // Length first, so a hostile megabyte is refused without being copied.
+        let length = name.utf8.count
+        if length == 0 { return .empty }
+        if length > maximumLength { return .tooLong(length) }
         let bytes = Array(name.utf8)
-        if bytes.isEmpty { return .empty }
-        if bytes.count > maximumLength { return .tooLong(bytes.count) }
         let elements = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         for (index, element) in elements.enumerated() {
             if element.isEmpty {
@@ -133,6 +136,7 @@ public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible 
         self.rule = rule
     }
 
+    /// The rejected text, the rule it breaks, and an example of a valid name.
     public var description: String {
         let what = role == .app ? "app id" : "vendor"
         let example = role == .app ? "com.example.App" : "com.example"

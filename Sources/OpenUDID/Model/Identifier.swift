@@ -180,6 +180,7 @@ public struct IdentifierError: Error, Sendable, Hashable, CustomStringConvertibl
         self.reason = reason
     }
 
+    /// The rejected text and what is wrong with it.
     public var description: String {
         switch reason {
         case .wrongLength(let length):

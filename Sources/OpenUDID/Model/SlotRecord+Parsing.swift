@@ -181,6 +181,7 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// "record rejected: " and what is wrong, naming the field and the value.
     public var description: String {
         "record rejected: " + explanation
     }

@@ -15,6 +15,7 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
         /// The mirror of `vendor` in the store named `store` (`"secret-service"`, `"file"`).
         case vendorMirror(store: String, vendor: String)
 
+        /// Where the record was found, for reports: `slot 3 (X client 0x1a00000)`.
         public var description: String {
             switch self {
             case .selection(let slot, let client):
@@ -44,6 +45,7 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
         self.source = source
     }
 
+    /// The identifier, where it was found and which app wrote it, for reports.
     public var description: String {
         "\(record.id) from \(source), written by \(quoted(record.app))"
     }
