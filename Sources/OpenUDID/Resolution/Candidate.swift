@@ -5,8 +5,9 @@
 public struct Candidate: Sendable, Hashable, CustomStringConvertible {
     /// Where a record was found.
     public enum Source: Sendable, Hashable, CustomStringConvertible {
-        /// A `_OPENUDID_SLOT_<slot>` selection, owned by the X client
-        /// (connection) `client`, as in the owner window's resource id base.
+        /// A `_OPENUDID_SLOT_<slot>` selection owned by the X client (connection)
+        /// `client`: the client part of the owner window's id, the bits above
+        /// the resource mask, which names the connection that owns it now.
         case selection(slot: Int, client: UInt32)
         /// The fallback file slot of `app`.
         case fileSlot(app: String)
