@@ -1,0 +1,160 @@
+/// Who an application is, in the reverse-DNS form desktop files and D-Bus use.
+///
+/// The id follows the freedesktop application-id rules (the D-Bus well-known
+/// bus name rules): at least two elements separated by `.`, each element made
+/// of ASCII letters, digits, `_` and `-`, no element empty or starting with a
+/// digit, at most 255 characters in all. `-` is allowed because the rules
+/// allow it, though they discourage it.
+///
+/// The vendor is the group of apps that share a vendor mirror, the Linux
+/// analogue of an iOS keychain access group: by default the first two
+/// elements of the id (`com.acme` for `com.acme.notes`).
+public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
+    /// The application id, for example `com.acme.notes`.
+    public let id: String
+    /// The vendor, for example `com.acme`.
+    public let vendor: String
+
+    /// The longest id the rules allow, in characters (all of them ASCII).
+    public static let maximumLength = 255
+
+    /// Validates an application id and works out its vendor.
+    ///
+    /// - Parameters:
+    ///   - id: A reverse-DNS application id such as `com.acme.notes`.
+    ///   - vendor: The vendor whose mirror this app shares. `nil` means the
+    ///     first two elements of `id`. An explicit vendor must obey the same
+    ///     rules as an id.
+    /// - Throws: `IdentityError` naming the id (or vendor) and the rule it breaks.
+    public init(_ id: String, vendor: String? = nil) throws(IdentityError) {
+        try Self.validate(id, as: .app)
+        self.id = id
+        if let vendor {
+            try Self.validate(vendor, as: .vendor)
+            self.vendor = vendor
+        } else {
+            // Validation guarantees at least two non-empty elements.
+            self.vendor = id.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+                .prefix(2).joined(separator: ".")
+        }
+    }
+
+    /// The application id.
+    public var description: String { id }
+
+    /// Checks `name` against the application-id rules.
+    ///
+    /// - Parameters:
+    ///   - name: The text to check.
+    ///   - role: What the name is meant to be; it only changes the error message.
+    /// - Throws: `IdentityError` naming the rule `name` breaks.
+    public static func validate(_ name: String, as role: IdentityError.Role = .app) throws(IdentityError) {
+        if let rule = brokenRule(in: name) {
+            throw IdentityError(name: name, role: role, rule: rule)
+        }
+    }
+
+    /// Whether `name` obeys the application-id rules.
+    ///
+    /// - Parameter name: The text to check.
+    /// - Returns: `true` when `init(_:)` would accept `name`.
+    public static func isValid(_ name: String) -> Bool {
+        brokenRule(in: name) == nil
+    }
+
+    /// The first rule `name` breaks, or `nil`.
+    ///
+    /// Works on UTF-8 bytes so that no Unicode letter, combining mark or
+    /// look-alike character can pass as ASCII.
+    static func brokenRule(in name: String) -> IdentityError.Rule? {
+        // Length first, so a hostile megabyte is refused without being copied.
+        let length = name.utf8.count
+        if length == 0 { return .empty }
+        if length > maximumLength { return .tooLong(length) }
+        let bytes = Array(name.utf8)
+        let elements = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        for (index, element) in elements.enumerated() {
+            if element.isEmpty {
+                return .emptyElement(position: index + 1)
+            }
+            for scalar in String(decoding: element, as: UTF8.self).unicodeScalars where !isAllowed(scalar) {
+                return .invalidCharacter(scalar, element: String(decoding: element, as: UTF8.self))
+            }
+            if let first = element.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
+                return .elementStartsWithDigit(String(decoding: element, as: UTF8.self))
+            }
+        }
+        if elements.count < 2 { return .tooFewElements }
+        return nil
+    }
+
+    private static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", "_", "-": true
+        default: false
+        }
+    }
+}
+
+/// Why a text is not a usable application id or vendor.
+public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What the rejected text was meant to be.
+    public enum Role: Sendable, Hashable {
+        /// An application id such as `com.acme.notes`.
+        case app
+        /// A vendor such as `com.acme`.
+        case vendor
+    }
+
+    /// The rule a rejected text breaks.
+    public enum Rule: Sendable, Hashable {
+        /// The text is empty.
+        case empty
+        /// The text is longer than 255 bytes; the payload is its length.
+        case tooLong(Int)
+        /// The text has a single element; reverse-DNS needs at least two.
+        case tooFewElements
+        /// An element is empty (a leading, trailing or doubled `.`); the payload counts from 1.
+        case emptyElement(position: Int)
+        /// An element starts with a digit.
+        case elementStartsWithDigit(String)
+        /// A character outside `[A-Za-z0-9_-]`.
+        case invalidCharacter(Unicode.Scalar, element: String)
+    }
+
+    /// The rejected text.
+    public let name: String
+    /// What the text was meant to be.
+    public let role: Role
+    /// The rule it breaks.
+    public let rule: Rule
+
+    /// Creates an error for `name` breaking `rule`.
+    public init(name: String, role: Role, rule: Rule) {
+        self.name = name
+        self.role = role
+        self.rule = rule
+    }
+
+    /// The rejected text, the rule it breaks, and an example of a valid name.
+    public var description: String {
+        let what = role == .app ? "app id" : "vendor"
+        let example = role == .app ? "com.example.App" : "com.example"
+        let why: String
+        switch rule {
+        case .empty:
+            why = "it is empty"
+        case .tooLong(let length):
+            why = "it is \(length) bytes long, over the \(AppIdentity.maximumLength)-byte limit"
+        case .tooFewElements:
+            why = "it has a single element and needs at least two separated by \".\""
+        case .emptyElement(let position):
+            why = "element \(position) is empty (a leading, trailing or doubled \".\")"
+        case .elementStartsWithDigit(let element):
+            why = "element \(quoted(element)) starts with a digit"
+        case .invalidCharacter(let scalar, let element):
+            why = "element \(quoted(element)) contains \(quoted(String(scalar))), outside A-Z a-z 0-9 _ -"
+        }
+        return "\(quoted(name)) is not a valid \(what): \(why); use reverse-DNS like \(example)"
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+/// What one app publishes about the shared identifier: the wire format of
+/// every slot, file slot, local cache and vendor mirror.
+///
+/// On the wire a record is a compact UTF-8 JSON object:
+///
+///     {"app":"com.acme.notes","born":1700000000000,"id":"<40 hex>","optOut":false,"v":1,"vendor":"com.acme","written":1700000000000}
+///
+/// `v` is the format's major version. A change that old readers can safely
+/// ignore adds a field and keeps `v`; readers ignore fields they do not know.
+/// A change that old readers must not misread raises `v`, and readers reject
+/// any major version they do not know.
+public struct SlotRecord: Sendable, Hashable {
+    /// The major format version this library reads and writes.
+    public static let currentVersion = 1
+    /// The largest record accepted, in bytes; larger input is rejected unread.
+    public static let maximumSize = 4096
+    /// The earliest time a record may carry: 2010-01-01T00:00:00Z, in milliseconds since the epoch.
+    ///
+    /// Anything earlier is a broken clock or a forgery; OpenUDID did not exist.
+    public static let earliestTime: Int64 = 1_262_304_000_000
+    /// How far past the reader's clock a record's times may be, in milliseconds (24 hours).
+    ///
+    /// Generous enough for clocks that disagree by a time zone, strict enough
+    /// that a record cannot claim to be from next year.
+    public static let futureTolerance: Int64 = 86_400_000
+
+    /// The format's major version (`v` on the wire).
+    public var version: Int
+    /// The identifier, or `Identifier.optedOut` when `optOut` is set.
+    public var id: Identifier
+    /// The application id of the app that wrote the record.
+    public var app: String
+    /// The vendor of that app.
+    public var vendor: String
+    /// When this identifier was first generated, in milliseconds since the
+    /// epoch; travels with the identifier from record to record.
+    public var born: Int64
+    /// When this record was written, in milliseconds since the epoch.
+    public var written: Int64
+    /// Whether the writing app opted out; if so `id` is all zeros.
+    public var optOut: Bool
+
+    /// Creates a record from its fields, unchecked.
+    ///
+    /// `parse(_:now:)` is where records are validated; a record built here
+    /// with fields it would reject encodes fine but will be rejected by every reader.
+    public init(version: Int = SlotRecord.currentVersion, id: Identifier, app: String, vendor: String,
+                born: Int64, written: Int64, optOut: Bool) {
+        self.version = version
+        self.id = id
+        self.app = app
+        self.vendor = vendor
+        self.born = born
+        self.written = written
+        self.optOut = optOut
+    }
+
+    /// Creates a current-version record of `app` holding `id`.
+    ///
+    /// - Parameters:
+    ///   - id: The identifier; `Identifier.optedOut` makes an opt-out record.
+    ///   - app: The writing app; its id and vendor go into the record.
+    ///   - born: When `id` was first generated, in milliseconds since the epoch.
+    ///   - written: When this record is written, in milliseconds since the epoch.
+    public init(id: Identifier, app: AppIdentity, born: Int64, written: Int64) {
+        self.init(id: id, app: app.id, vendor: app.vendor, born: born, written: written, optOut: id.isOptedOut)
+    }
+
+    /// The record as compact JSON with keys in byte order.
+    ///
+    /// The same record always gives the same bytes, so a writer can tell
+    /// whether a slot already holds what it would write, and two
+    /// implementations produce identical slots.
+    ///
+    /// - Returns: UTF-8 JSON without spaces or a trailing newline.
+    public func encoded() -> Data {
+        var text = "{"
+        text += "\"app\":" + Self.jsonString(app)
+        text += ",\"born\":" + String(born)
+        text += ",\"id\":\"" + id.hex + "\""
+        text += ",\"optOut\":" + (optOut ? "true" : "false")
+        text += ",\"v\":" + String(version)
+        text += ",\"vendor\":" + Self.jsonString(vendor)
+        text += ",\"written\":" + String(written)
+        text += "}"
+        return Data(text.utf8)
+    }
+
+    private static func jsonString(_ value: String) -> String {
+        var result = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

@@ -1,0 +1,289 @@
+import Foundation
+import Glibc
+
+/// Small files read and replaced safely in directories other processes can write to.
+///
+/// Every process of the user can write the shared directories, so nothing is
+/// trusted: a read never follows a symbolic link at the file, never blocks on
+/// a FIFO and never reads past a size cap; a write never follows or deletes
+/// whatever stands at the target and replaces the file atomically, so a
+/// reader sees the old bytes or the new ones, never a mix.
+///
+/// Symbolic links in the directories above the file are followed: users
+/// legitimately link `~/.local/share` elsewhere.
+///
+/// A process that has a file size limit (`ulimit -f`) receives `SIGXFSZ` when
+/// a write would cross it, and by default that signal ends the process. This
+/// library does not change signal dispositions, which belong to the
+/// application; an application that wants such writes to fail with `EFBIG`
+/// instead must ignore `SIGXFSZ` itself.
+enum AtomicFile {
+    /// Reads the file at `path`, refusing links, non-regular files and anything over `limit` bytes.
+    ///
+    /// - Parameters:
+    ///   - path: The file to read.
+    ///   - limit: The largest size accepted, in bytes.
+    /// - Returns: The bytes, `.absent` when there is no file, or why it could not be read.
+    static func read(_ path: String, limit: Int = SlotRecord.maximumSize) -> StoreRead {
+        read(in: AT_FDCWD, name: path, path: path, limit: limit)
+    }
+
+    /// Reads `name` relative to the open directory `directory`; `path` names it in messages.
+    static func read(in directory: Int32, name: String, path: String, limit: Int) -> StoreRead {
+        // O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
+        let descriptor = POSIX.retrying { openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
+        guard descriptor >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT:
+                return .absent
+            case ELOOP:
+                return .unavailable(StoreUnavailable(.unsafePath,
+                    "\(path) is a symbolic link; OpenUDID never follows links to its files; remove the link"))
+            case ENOTDIR:
+                return .unavailable(StoreUnavailable(.unsafePath,
+                    "cannot read \(path): a component of the path is not a directory; remove or rename it"))
+            default:
+                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))"))
+            }
+        }
+        defer { close(descriptor) }
+
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
+        }
+        guard POSIX.isRegularFile(info) else {
+            return .unavailable(StoreUnavailable(.unsafePath,
+                "\(path) is not a regular file (a directory, FIFO, socket or device stands there); remove it"))
+        }
+        guard info.st_size <= limit else {
+            return .unavailable(oversized(path, size: Int(info.st_size), limit: limit))
+        }
+
+        // One byte more than the cap, to notice a file that grew after fstat.
+        var buffer = [UInt8](repeating: 0, count: limit + 1)
+        var filled = 0
+        while filled < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { raw in
+                POSIX.retrying { Glibc.read(descriptor, raw.baseAddress.map { $0 + filled }, raw.count - filled) }
+            }
+            if count < 0 {
+                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        guard filled <= limit else { return .unavailable(oversized(path, size: filled, limit: limit)) }
+        return .found(Data(buffer[..<filled]))
+    }
+
+    private static func oversized(_ path: String, size: Int, limit: Int) -> StoreUnavailable {
+        StoreUnavailable(.corrupt, "\(path) is \(size) bytes, over the \(limit)-byte cap; it is left in place")
+    }
+
+    /// Replaces the file at `path` with `data`, atomically and durably.
+    ///
+    /// Missing directories are created with mode 0700; existing ones are left
+    /// as they are. The file is written under a temporary name in the same
+    /// directory (mode 0600), flushed to disk, and renamed over the target.
+    ///
+    /// - Throws: `StoreUnavailable` of kind `.unsafePath` when something other
+    ///   than a regular file stands at `path` (it is neither followed nor
+    ///   removed), or `.io` naming the path and the system's reason; the old
+    ///   file is then intact.
+    static func write(_ data: Data, to path: String) throws(StoreUnavailable) {
+        let (directory, _) = split(path)
+        try makeDirectories(directory, for: path)
+
+        switch POSIX.linkStatus(path) {
+        case .success(let info) where !POSIX.isRegularFile(info):
+            let what = POSIX.isSymbolicLink(info) ? "a symbolic link" : "something other than a regular file"
+            throw StoreUnavailable(.unsafePath,
+                "cannot write \(path): \(what) stands there; OpenUDID never writes through or removes it; remove it by hand")
+        case .success:
+            break
+        case .failure(let error) where error.code == ENOENT:
+            break
+        case .failure(let error):
+            throw writeFailure(path, error.code)
+        }
+
+        let (temporary, descriptor) = try createTemporary(in: directory, for: path)
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+
+        do throws(StoreUnavailable) {
+            try writeAll(data, to: descriptor, path: path)
+            if POSIX.retrying({ fsync(descriptor) }) != 0 { throw writeFailure(path, errno) }
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        // A close error after a successful fsync is rare (NFS), but it can mean lost data.
+        if close(descriptor) != 0, errno != EINTR { throw writeFailure(path, errno) }
+
+        guard rename(temporary, path) == 0 else { throw writeFailure(path, errno) }
+        renamed = true
+        // The rename is done; failing to flush the directory can no longer
+        // restore the old file, so it is not reported as a failed write.
+        syncDirectory(directory)
+    }
+
+    /// Removes the file at `path`; a missing file is fine.
+    ///
+    /// - Throws: `StoreUnavailable` of kind `.unsafePath` when something other
+    ///   than a regular file stands there (it is left alone), or `.io`.
+    static func remove(_ path: String) throws(StoreUnavailable) {
+        switch POSIX.linkStatus(path) {
+        case .failure(let error) where error.code == ENOENT || error.code == ENOTDIR:
+            return
+        case .failure(let error):
+            throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))")
+        case .success(let info) where !POSIX.isRegularFile(info):
+            throw StoreUnavailable(.unsafePath,
+                "cannot remove \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
+        case .success:
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(errno))")
+            }
+            syncDirectory(split(path).directory)
+        }
+    }
+
+    /// Moves a corrupt file aside to `<path>.corrupt-<milliseconds>` so nothing is lost.
+    ///
+    /// The new name never replaces an existing file: a clash gets a `-1`, `-2`, … suffix.
+    ///
+    /// - Parameters:
+    ///   - path: The file to move.
+    ///   - now: The time for the new name.
+    /// - Returns: The new path, or `nil` when there was no file.
+    /// - Throws: `StoreUnavailable` of kind `.unsafePath` for anything but a regular file, or `.io`.
+    static func quarantine(_ path: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+        switch POSIX.linkStatus(path) {
+        case .failure(let error) where error.code == ENOENT:
+            return nil
+        case .failure(let error):
+            throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))")
+        case .success(let info) where !POSIX.isRegularFile(info):
+            throw StoreUnavailable(.unsafePath,
+                "cannot quarantine \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
+        case .success:
+            break
+        }
+        let base = "\(path).corrupt-\(Milliseconds.since1970(now))"
+        for attempt in 0..<1000 {
+            let target = attempt == 0 ? base : "\(base)-\(attempt)"
+            // link(2) fails rather than replace an existing name, which rename(2) would not.
+            if link(path, target) == 0 {
+                guard unlink(path) == 0 || errno == ENOENT else {
+                    let code = errno
+                    unlink(target)
+                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))")
+                }
+                syncDirectory(split(path).directory)
+                return target
+            }
+            switch errno {
+            case EEXIST:
+                continue
+            case EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, EXDEV:
+                // File systems without hard links: check the name is free, then rename.
+                guard case .failure(let error) = POSIX.linkStatus(target), error.code == ENOENT else { continue }
+                guard rename(path, target) == 0 else {
+                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(errno))")
+                }
+                syncDirectory(split(path).directory)
+                return target
+            case ENOENT:
+                return nil
+            case let code:
+                throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))")
+            }
+        }
+        throw StoreUnavailable(.io, "cannot quarantine \(path): 1000 quarantined copies from this millisecond already exist")
+    }
+
+    // MARK: - Pieces of a write
+
+    /// Splits a path into its directory and last component.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    /// Creates `directory` and its missing parents with mode 0700.
+    private static func makeDirectories(_ directory: String, for path: String) throws(StoreUnavailable) {
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + component
+            var info = stat()
+            if stat(prefix, &info) == 0 {
+                guard POSIX.isDirectory(info) else {
+                    throw StoreUnavailable(.unsafePath, "cannot write \(path): \(prefix) is not a directory; remove or rename it")
+                }
+                continue
+            }
+            guard errno == ENOENT else { throw writeFailure(path, errno) }
+            // EEXIST: another process created it between stat and mkdir, which is fine.
+            if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw writeFailure(path, errno) }
+        }
+    }
+
+    /// Creates a fresh temporary file next to `path`, never reusing or following an existing name.
+    private static func createTemporary(in directory: String, for path: String) throws(StoreUnavailable) -> (String, Int32) {
+        var generator = SystemRandomNumberGenerator()
+        var code: Int32 = EEXIST
+        for _ in 0..<16 {
+            // A leading dot and no `.json` suffix keep listings from ever taking it for a slot.
+            let name = ".openudid-tmp-" + String(generator.next() as UInt64, radix: 16)
+            let temporary = directory == "/" ? "/" + name : directory + "/" + name
+            let descriptor = POSIX.retrying {
+                open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            }
+            if descriptor >= 0 { return (temporary, descriptor) }
+            code = errno
+            if code != EEXIST { break }
+        }
+        throw writeFailure(path, code)
+    }
+
+    private static func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(StoreUnavailable) {
+        let bytes = [UInt8](data)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { raw in
+                POSIX.retrying { Glibc.write(descriptor, raw.baseAddress.map { $0 + written }, raw.count - written) }
+            }
+            if count < 0 { throw writeFailure(path, errno) }
+            // write(2) returning 0 for a non-empty regular-file write means no progress is possible.
+            if count == 0 { throw writeFailure(path, EIO) }
+            written += count
+        }
+    }
+
+    /// Flushes a directory's entries, so a rename survives a crash; best effort.
+    private static func syncDirectory(_ directory: String) {
+        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard descriptor >= 0 else { return }
+        _ = POSIX.retrying { fsync(descriptor) }
+        close(descriptor)
+    }
+
+    /// The error for a failed write: the path, the system's words, and what to do.
+    static func writeFailure(_ path: String, _ code: Int32) -> StoreUnavailable {
+        let remedy: String
+        switch code {
+        case ENOSPC: remedy = "; free some disk space"
+        case EDQUOT: remedy = "; the disk quota is used up"
+        case EROFS: remedy = "; the file system is mounted read-only"
+        case EACCES, EPERM: remedy = "; check the owner and permissions of \(split(path).directory)"
+        case EFBIG: remedy = "; a file size limit (ulimit -f) is in effect"
+        case ENAMETOOLONG: remedy = "; the name is longer than the file system allows"
+        default: remedy = ""
+        }
+        return StoreUnavailable(.io, "cannot write \(path): \(POSIX.message(code))\(remedy)")
+    }
+}

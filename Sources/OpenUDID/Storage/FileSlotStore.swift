@@ -1,0 +1,191 @@
+import Foundation
+import Glibc
+
+/// The fallback slots: one file per app in a shared directory.
+///
+/// An app's selection disappears when the app exits; its file slot stays, so
+/// the identifier outlives the last running app for as long as the files
+/// do. Each app writes only `<app-id>.json`; every app reads them all.
+public struct FileSlotStore: Sendable, Hashable {
+    /// How many file slots `list(limit:)` returns by default.
+    public static let defaultLimit = 1000
+    /// How many directory entries a listing looks at, at most, so that a
+    /// directory stuffed with millions of names cannot stall an app.
+    public static let scanLimit = 20_000
+
+    /// The directory holding the slot files.
+    public let directory: String
+
+    /// A store in `directory`.
+    ///
+    /// - Parameter directory: An absolute path; created on first write.
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The store at `paths.slotsDirectory`.
+    ///
+    /// - Parameter paths: The storage locations to use.
+    public init(paths: StoragePaths) {
+        self.init(directory: paths.slotsDirectory)
+    }
+
+    /// The path of `app`'s slot file.
+    ///
+    /// - Parameter app: An application id.
+    /// - Returns: `<directory>/<app>.json`.
+    /// - Throws: `StoreUnavailable` of kind `.unsafePath` when `app` is not a
+    ///   valid app id, so no name can reach outside the directory.
+    public func path(for app: String) throws(StoreUnavailable) -> String {
+        do {
+            try AppIdentity.validate(app, as: .app)
+        } catch {
+            throw StoreUnavailable(.unsafePath, "no file slot for \(error.description)")
+        }
+        return directory + "/" + app + ".json"
+    }
+
+    /// Reads `app`'s slot file.
+    ///
+    /// - Parameter app: An application id.
+    /// - Returns: The bytes, `.absent`, or why the file could not be read.
+    public func read(app: String) -> StoreRead {
+        do {
+            return AtomicFile.read(try path(for: app))
+        } catch {
+            return .unavailable(error)
+        }
+    }
+
+    /// Replaces `app`'s slot file with `bytes`, atomically.
+    ///
+    /// - Parameters:
+    ///   - bytes: A serialized record.
+    ///   - app: The application id the slot belongs to.
+    /// - Throws: `StoreUnavailable`; the old file is then intact.
+    public func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
+        try AtomicFile.write(bytes, to: try path(for: app))
+    }
+
+    /// Deletes `app`'s slot file; a missing file is fine.
+    ///
+    /// - Parameter app: The application id the slot belongs to.
+    /// - Throws: `StoreUnavailable` when it cannot be removed.
+    public func remove(app: String) throws(StoreUnavailable) {
+        try AtomicFile.remove(try path(for: app))
+    }
+
+    /// Moves `app`'s slot file aside as `<app>.json.corrupt-<milliseconds>`, keeping its bytes.
+    ///
+    /// - Parameters:
+    ///   - app: The application id the slot belongs to.
+    ///   - now: The time for the new name.
+    /// - Returns: The new path, or `nil` when there was no file.
+    /// - Throws: `StoreUnavailable` when it cannot be moved.
+    public func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+        try AtomicFile.quarantine(try path(for: app), now: now)
+    }
+
+    /// One file slot found by `list(limit:)`.
+    public struct Entry: Sendable, Equatable {
+        /// The application id the file is named for.
+        public let app: String
+        /// What reading the file gave.
+        public let content: StoreRead
+    }
+
+    /// What `list(limit:)` found, and what it passed over.
+    public struct Listing: Sendable, Equatable {
+        /// The slot files, in byte order of their app ids.
+        public let entries: [Entry]
+        /// `*.json` names that are not a valid app id, in byte order (at most 100 are kept).
+        public let invalidNames: [String]
+        /// How many valid slot files were left out because of the limit.
+        public let omitted: Int
+        /// Whether the directory had more than `FileSlotStore.scanLimit` entries, so some were never looked at.
+        public let scanStopped: Bool
+
+        /// One line on what was passed over, or `nil` when nothing was.
+        public var report: String? {
+            var parts: [String] = []
+            if !invalidNames.isEmpty {
+                parts.append("ignored \(invalidNames.count == 100 ? "100 or more" : String(invalidNames.count)) "
+                    + "file(s) not named for a valid app id, such as \(quoted(invalidNames[0]))")
+            }
+            if omitted > 0 { parts.append("left out \(omitted) slot file(s) over the limit") }
+            if scanStopped { parts.append("stopped after \(FileSlotStore.scanLimit) directory entries") }
+            return parts.isEmpty ? nil : parts.joined(separator: "; ")
+        }
+    }
+
+    /// Reads every slot file: each `*.json` whose name is a valid app id.
+    ///
+    /// Links and other non-regular files are reported as unavailable, never
+    /// followed. Files are opened relative to the directory opened once, so
+    /// swapping the directory for a link mid-listing cannot redirect reads.
+    ///
+    /// - Parameter limit: The most slot files to read; the first ones in byte order of their app ids are kept.
+    /// - Returns: The slots found; an empty listing when the directory does not exist.
+    /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed.
+    public func list(limit: Int = defaultLimit) throws(StoreUnavailable) -> Listing {
+        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard descriptor >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT:
+                return Listing(entries: [], invalidNames: [], omitted: 0, scanStopped: false)
+            case ELOOP, ENOTDIR:
+                throw StoreUnavailable(.unsafePath,
+                    "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
+            default:
+                throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
+            }
+        }
+        guard let stream = fdopendir(descriptor) else {
+            let code = errno
+            close(descriptor)
+            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
+        }
+        defer { closedir(stream) }
+
+        var apps: [String] = []
+        var invalid: [String] = []
+        var scanned = 0
+        var scanStopped = false
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))") }
+                break
+            }
+            scanned += 1
+            if scanned > Self.scanLimit {
+                scanStopped = true
+                break
+            }
+            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
+                    String(cString: $0)
+                }
+            }
+            guard name.hasSuffix(".json") else { continue }
+            let stem = String(name.dropLast(5))
+            if AppIdentity.isValid(stem) {
+                apps.append(stem)
+            } else {
+                invalid.append(name)
+            }
+        }
+
+        apps.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let kept = apps.prefix(max(0, limit))
+        let entries = kept.map { app in
+            Entry(app: app, content: AtomicFile.read(in: dirfd(stream), name: app + ".json",
+                                                     path: directory + "/" + app + ".json",
+                                                     limit: SlotRecord.maximumSize))
+        }
+        return Listing(entries: entries, invalidNames: Array(invalid.prefix(100)),
+                       omitted: apps.count - kept.count, scanStopped: scanStopped)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// One app's own copy of the identifier, and its own opt-out choice.
+///
+/// The file holds a single `SlotRecord` in the same format as every slot,
+/// checked by the same parser. The app's opt-out choice is that record's
+/// `optOut` field: opting out replaces the cached identifier with an
+/// opted-out record, so an app that opted out keeps no copy of the
+/// identifier; opting back in removes the file, and the next resolution
+/// fetches the consensus again.
+public struct LocalCache: Sendable, Hashable {
+    /// The app whose cache this is.
+    public let app: AppIdentity
+    /// The cache file.
+    public let path: String
+
+    /// The cache of `app` at `path`.
+    ///
+    /// - Parameters:
+    ///   - app: The app whose cache it is.
+    ///   - path: The cache file, created on first write.
+    public init(app: AppIdentity, path: String) {
+        self.app = app
+        self.path = path
+    }
+
+    /// The cache of `app` at its standard place in `paths`.
+    ///
+    /// - Parameters:
+    ///   - app: The app whose cache it is.
+    ///   - paths: The storage locations to use.
+    public init(app: AppIdentity, paths: StoragePaths) {
+        self.init(app: app, path: paths.localCacheFile(for: app))
+    }
+
+    /// What the cache holds.
+    public enum Content: Sendable, Equatable {
+        /// No cache file: the app has not resolved an identifier yet (or was reset).
+        case absent
+        /// The app's identifier.
+        case identifier(SlotRecord)
+        /// The app opted out; the record carries when.
+        case optedOut(SlotRecord)
+        /// The cache could not be read or holds no valid record of this app; what it means is unknown.
+        case unavailable(StoreUnavailable)
+    }
+
+    /// Reads and validates the cache.
+    ///
+    /// A file that does not parse, or that holds another app's record, is
+    /// reported as `.unavailable` with kind `.corrupt` and left in place;
+    /// `quarantine(now:)` moves it aside.
+    ///
+    /// - Parameter now: The reader's clock, for `SlotRecord.parse(_:now:)`.
+    /// - Returns: What the cache holds.
+    public func read(now: Date = Date()) -> Content {
+        switch AtomicFile.read(path) {
+        case .absent:
+            return .absent
+        case .unavailable(let problem):
+            return .unavailable(problem)
+        case .found(let bytes):
+            let record: SlotRecord
+            do {
+                record = try SlotRecord.parse(bytes, now: now)
+            } catch {
+                return .unavailable(StoreUnavailable(.corrupt, "\(path): \(error.description)"))
+            }
+            guard record.app == app.id else {
+                return .unavailable(StoreUnavailable(.corrupt,
+                    "\(path) holds a record of \(quoted(record.app)), not of \(quoted(app.id))"))
+            }
+            return record.optOut ? .optedOut(record) : .identifier(record)
+        }
+    }
+
+    /// Stores `identifier` as the app's value.
+    ///
+    /// - Parameters:
+    ///   - identifier: The identifier; `Identifier.optedOut` records an opt-out.
+    ///   - born: When `identifier` was first generated, in milliseconds since the epoch.
+    ///   - date: The time to record as `written`.
+    /// - Throws: `StoreUnavailable`; the old file is then intact.
+    public func write(_ identifier: Identifier, born: Int64, at date: Date = Date()) throws(StoreUnavailable) {
+        let record = SlotRecord(id: identifier, app: app, born: born, written: Milliseconds.since1970(date))
+        try AtomicFile.write(record.encoded(), to: path)
+    }
+
+    /// Records that the app opted out, forgetting its cached identifier.
+    ///
+    /// - Parameter date: When the app opted out.
+    /// - Throws: `StoreUnavailable`; the old file is then intact.
+    public func optOut(at date: Date = Date()) throws(StoreUnavailable) {
+        let milliseconds = Milliseconds.since1970(date)
+        let record = SlotRecord(id: .optedOut, app: app, born: milliseconds, written: milliseconds)
+        try AtomicFile.write(record.encoded(), to: path)
+    }
+
+    /// Deletes the cache file: the app's value and any opt-out; a missing file is fine.
+    ///
+    /// - Throws: `StoreUnavailable` when it cannot be removed.
+    public func remove() throws(StoreUnavailable) {
+        try AtomicFile.remove(path)
+    }
+
+    /// Moves the cache file aside as `<file>.corrupt-<milliseconds>`, keeping its bytes.
+    ///
+    /// - Parameter now: The time for the new name.
+    /// - Returns: The new path, or `nil` when there was no file.
+    /// - Throws: `StoreUnavailable` when it cannot be moved.
+    public func quarantine(now: Date = Date()) throws(StoreUnavailable) -> String? {
+        try AtomicFile.quarantine(path, now: now)
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+
+/// Where OpenUDID keeps its files, following the XDG Base Directory specification.
+///
+/// | What | Path |
+/// |---|---|
+/// | file slots | `<data>/openudid/slots/<app-id>.json` |
+/// | vendor mirrors | `<data>/openudid/vendors/<vendor>.json` |
+/// | an app's local cache | `<data>/<app-id>/openudid.json` |
+/// | user-wide opt-out marker | `<config>/openudid/opt-out` |
+///
+/// `<data>` is `$XDG_DATA_HOME`, or `$HOME/.local/share`; `<config>` is
+/// `$XDG_CONFIG_HOME`, or `$HOME/.config`. A namespace moves the shared
+/// directories to `<data>/openudid/ns/<namespace>/` and names the local cache
+/// `openudid-<namespace>.json`, so that experiments never mix with real use.
+/// The opt-out marker is never namespaced: a user who opts out means it everywhere.
+public struct StoragePaths: Sendable, Hashable {
+    /// The XDG data home, without a trailing slash.
+    public let dataHome: String
+    /// The XDG config home, without a trailing slash.
+    public let configHome: String
+    /// The namespace that separates an experiment's files, or `nil` for real use.
+    public let namespace: String?
+
+    /// Works out the directories from an environment.
+    ///
+    /// A relative or empty `XDG_DATA_HOME` or `XDG_CONFIG_HOME` is ignored,
+    /// as the XDG specification requires.
+    ///
+    /// - Parameters:
+    ///   - environment: The variables to read; by default this process's.
+    ///   - namespace: 1 to 64 characters from `A-Z a-z 0-9 _ -`, not starting with `-`; `nil` for real use.
+    /// - Throws: `StoragePathsError` when no absolute home can be found or the namespace is invalid.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment,
+                namespace: String? = nil) throws(StoragePathsError) {
+        if let namespace, !Self.isValidNamespace(namespace) {
+            throw StoragePathsError(.invalidNamespace(namespace))
+        }
+        func absolute(_ key: String) -> String? {
+            guard let value = environment[key], value.hasPrefix("/") else { return nil }
+            return Self.trimmingTrailingSlashes(value)
+        }
+        func home() throws(StoragePathsError) -> String {
+            guard let home = environment["HOME"], !home.isEmpty else { throw StoragePathsError(.noHome) }
+            guard home.hasPrefix("/") else { throw StoragePathsError(.relativeHome(home)) }
+            return Self.trimmingTrailingSlashes(home)
+        }
+        if let data = absolute("XDG_DATA_HOME") {
+            dataHome = data
+        } else {
+            dataHome = Self.joined(try home(), ".local/share")
+        }
+        if let config = absolute("XDG_CONFIG_HOME") {
+            configHome = config
+        } else {
+            configHome = Self.joined(try home(), ".config")
+        }
+        self.namespace = namespace
+    }
+
+    /// `<data>/openudid`, or its namespace directory.
+    private var sharedRoot: String {
+        let root = Self.joined(dataHome, "openudid")
+        guard let namespace else { return root }
+        return Self.joined(root, "ns/\(namespace)")
+    }
+
+    /// The directory of file slots, one `<app-id>.json` per app.
+    public var slotsDirectory: String { Self.joined(sharedRoot, "slots") }
+
+    /// The directory of file vendor mirrors, one `<vendor>.json` per vendor.
+    public var vendorsDirectory: String { Self.joined(sharedRoot, "vendors") }
+
+    /// The local cache file of `app`.
+    ///
+    /// - Parameter app: The app whose cache it is.
+    /// - Returns: `<data>/<app-id>/openudid.json`, or `openudid-<namespace>.json` in a namespace.
+    public func localCacheFile(for app: AppIdentity) -> String {
+        let name = namespace.map { "openudid-\($0).json" } ?? "openudid.json"
+        return Self.joined(Self.joined(dataHome, app.id), name)
+    }
+
+    /// The file whose presence means the user opted out of OpenUDID altogether.
+    public var optOutMarker: String { Self.joined(configHome, "openudid/opt-out") }
+
+    /// Whether `namespace` may name a namespace.
+    ///
+    /// - Parameter namespace: The candidate name.
+    /// - Returns: `true` for 1 to 64 characters from `A-Z a-z 0-9 _ -` not starting with `-`.
+    public static func isValidNamespace(_ namespace: String) -> Bool {
+        let bytes = Array(namespace.utf8)
+        guard (1...64).contains(bytes.count), bytes.first != UInt8(ascii: "-") else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+            default: false
+            }
+        }
+    }
+
+    private static func trimmingTrailingSlashes(_ path: String) -> String {
+        var path = Substring(path)
+        while path.count > 1, path.hasSuffix("/") { path = path.dropLast() }
+        return String(path)
+    }
+
+    private static func joined(_ base: String, _ component: String) -> String {
+        base == "/" ? "/" + component : base + "/" + component
+    }
+}
+
+/// Why the storage directories could not be worked out.
+public struct StoragePathsError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong.
+    public enum Reason: Sendable, Hashable {
+        /// Neither `XDG_DATA_HOME`/`XDG_CONFIG_HOME` nor `HOME` is set.
+        case noHome
+        /// A home directory is given as a relative path.
+        case relativeHome(String)
+        /// The namespace breaks the naming rule.
+        case invalidNamespace(String)
+    }
+
+    /// What is wrong.
+    public let reason: Reason
+
+    /// Creates an error for `reason`.
+    public init(_ reason: Reason) {
+        self.reason = reason
+    }
+
+    /// What is wrong and how to fix it, in one sentence.
+    public var description: String {
+        switch reason {
+        case .noHome:
+            return "cannot find a home directory: HOME is not set; set HOME or XDG_DATA_HOME and XDG_CONFIG_HOME"
+        case .relativeHome(let path):
+            return "cannot use \(quoted(path)) as a home directory: it is not an absolute path"
+        case .invalidNamespace(let namespace):
+            return "\(quoted(namespace)) is not a valid namespace: use 1 to 64 characters from A-Z a-z 0-9 _ -, not starting with -"
+        }
+    }
+}

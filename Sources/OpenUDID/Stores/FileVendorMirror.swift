@@ -1,0 +1,85 @@
+import Foundation
+
+/// A vendor mirror kept in plain files, for sessions without a Secret Service.
+///
+/// One file per vendor, `<directory>/<vendor>.json`, written with the same
+/// atomic, link-refusing rules as the file slots. Any process of the user can
+/// read and write these files; see docs/SECURITY.md.
+public struct FileVendorMirror: VendorMirrorStore, Hashable {
+    /// `"file"`.
+    public var name: String { "file" }
+
+    /// The directory holding one file per vendor.
+    public let directory: String
+
+    /// A mirror in `directory`.
+    ///
+    /// - Parameter directory: An absolute path; created on first write.
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The mirror at `paths.vendorsDirectory`.
+    ///
+    /// - Parameter paths: The storage locations to use.
+    public init(paths: StoragePaths) {
+        self.init(directory: paths.vendorsDirectory)
+    }
+
+    /// The path of `vendor`'s file.
+    ///
+    /// - Parameter vendor: A vendor such as `com.acme`.
+    /// - Returns: `<directory>/<vendor>.json`.
+    /// - Throws: `StoreUnavailable` of kind `.unsafePath` when `vendor` breaks
+    ///   the app-id rules, which also keeps `/` and a leading `.` out of the
+    ///   name, so a vendor can never reach outside the directory.
+    public func path(for vendor: String) throws(StoreUnavailable) -> String {
+        do {
+            try AppIdentity.validate(vendor, as: .vendor)
+        } catch {
+            throw StoreUnavailable(.unsafePath, "no vendor mirror for \(error.description)")
+        }
+        return directory + "/" + vendor + ".json"
+    }
+
+    /// Reads the file of `vendor`.
+    ///
+    /// - Parameter vendor: A vendor such as `com.acme`.
+    /// - Returns: The bytes, `.absent`, or why the file could not be read.
+    public func read(vendor: String) -> StoreRead {
+        do {
+            return AtomicFile.read(try path(for: vendor))
+        } catch {
+            return .unavailable(error)
+        }
+    }
+
+    /// Replaces the file of `vendor` with `bytes`, atomically.
+    ///
+    /// - Parameters:
+    ///   - bytes: A serialized record.
+    ///   - vendor: A vendor such as `com.acme`.
+    /// - Throws: `StoreUnavailable`; the old file is then intact.
+    public func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
+        try AtomicFile.write(bytes, to: try path(for: vendor))
+    }
+
+    /// Deletes the file of `vendor`; a missing file is fine.
+    ///
+    /// - Parameter vendor: A vendor such as `com.acme`.
+    /// - Throws: `StoreUnavailable` when it cannot be removed.
+    public func remove(vendor: String) throws(StoreUnavailable) {
+        try AtomicFile.remove(try path(for: vendor))
+    }
+
+    /// Moves the file of `vendor` aside as `<vendor>.json.corrupt-<milliseconds>`, keeping its bytes.
+    ///
+    /// - Parameters:
+    ///   - vendor: A vendor such as `com.acme`.
+    ///   - now: The time for the new name.
+    /// - Returns: The new path, or `nil` when there was no file.
+    /// - Throws: `StoreUnavailable` when it cannot be moved.
+    public func quarantine(vendor: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+        try AtomicFile.quarantine(try path(for: vendor), now: now)
+    }
+}

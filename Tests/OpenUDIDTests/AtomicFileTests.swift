@@ -1,0 +1,232 @@
+import Foundation
+import Glibc
+import Testing
+@testable import OpenUDID
+
+private func bytes(_ text: String) -> Data { Data(text.utf8) }
+
+private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
+    if case .unavailable(let problem) = read { return problem }
+    return nil
+}
+
+@Suite struct AtomicFileTests {
+    @Test func writesAndReadsBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("a/b/c/file.json")
+        #expect(AtomicFile.read(path) == .absent)
+        try AtomicFile.write(bytes("first"), to: path)
+        #expect(AtomicFile.read(path) == .found(bytes("first")))
+        try AtomicFile.write(bytes("second, longer"), to: path)
+        #expect(AtomicFile.read(path) == .found(bytes("second, longer")))
+        try AtomicFile.write(Data(), to: path)
+        #expect(AtomicFile.read(path) == .found(Data()))
+        // No temporary file is left behind.
+        #expect(names(in: directory.appending("a/b/c")) == ["file.json"])
+    }
+
+    @Test func createsPrivateFilesAndDirectoriesButLeavesExistingDirectoriesAlone() throws {
+        let directory = try TemporaryDirectory()
+        let existing = directory.appending("shared")
+        #expect(mkdir(existing, 0o755) == 0)
+        chmod(existing, 0o755)
+        let path = existing + "/new/deeper/file.json"
+        try AtomicFile.write(bytes("x"), to: path)
+        #expect(mode(of: path) == 0o600)
+        #expect(mode(of: existing + "/new") == 0o700)
+        #expect(mode(of: existing + "/new/deeper") == 0o700)
+        #expect(mode(of: existing) == 0o755)
+        // Replacing a file keeps it private even if someone loosened the old one.
+        chmod(path, 0o644)
+        try AtomicFile.write(bytes("y"), to: path)
+        #expect(mode(of: path) == 0o600)
+    }
+
+    @Test func neverFollowsASymlinkAtTheTarget() throws {
+        let directory = try TemporaryDirectory()
+        let victim = directory.appending("victim")
+        try plant("precious", at: victim)
+        let path = directory.appending("slot.json")
+        #expect(symlink(victim, path) == 0)
+
+        let problem = unavailable(AtomicFile.read(path))
+        #expect(problem?.kind == .unsafePath)
+        #expect(problem?.message.contains(path) == true)
+
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.write(bytes("evil"), to: path) }
+        do {
+            try AtomicFile.write(bytes("evil"), to: path)
+        } catch {
+            #expect(error.kind == .unsafePath)
+            #expect(error.message.contains(path))
+        }
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.remove(path) }
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.quarantine(path) }
+
+        #expect(contents(of: victim) == "precious")
+        #expect(isSymbolicLink(path))
+        #expect(names(in: directory.path) == ["slot.json", "victim"])
+    }
+
+    @Test func neverCreatesTheTargetOfADanglingSymlink() throws {
+        let directory = try TemporaryDirectory()
+        let elsewhere = directory.appending("elsewhere")
+        let path = directory.appending("slot.json")
+        #expect(symlink(elsewhere, path) == 0)
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.write(bytes("x"), to: path) }
+        #expect(!FileManager.default.fileExists(atPath: elsewhere))
+        #expect(unavailable(AtomicFile.read(path))?.kind == .unsafePath)
+    }
+
+    @Test func refusesDirectoriesAndFIFOsWithoutBlocking() throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.appending("folder.json")
+        #expect(mkdir(folder, 0o700) == 0)
+        #expect(unavailable(AtomicFile.read(folder))?.kind == .unsafePath)
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.write(bytes("x"), to: folder) }
+
+        let fifo = directory.appending("fifo.json")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Without O_NONBLOCK this open would wait forever for a writer.
+        #expect(unavailable(AtomicFile.read(fifo))?.kind == .unsafePath)
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.write(bytes("x"), to: fifo) }
+    }
+
+    @Test func reportsAnOversizedFileWithoutReadingItAndLeavesIt() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("big.json")
+        try plant(String(repeating: "x", count: 9000), at: path)
+        let problem = unavailable(AtomicFile.read(path))
+        #expect(problem?.kind == .corrupt)
+        #expect(problem?.message == "\(path) is 9000 bytes, over the 4096-byte cap; it is left in place")
+        #expect(contents(of: path)?.count == 9000)
+        #expect(AtomicFile.read(path, limit: 9000) == .found(Data(String(repeating: "x", count: 9000).utf8)))
+    }
+
+    @Test func aPathThroughAFileIsUnsafeNotAbsent() throws {
+        let directory = try TemporaryDirectory()
+        try plant("x", at: directory.appending("file"))
+        #expect(unavailable(AtomicFile.read(directory.appending("file/slot.json")))?.kind == .unsafePath)
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.write(bytes("x"), to: directory.appending("file/sub/slot.json")) }
+        #expect(contents(of: directory.appending("file")) == "x")
+    }
+
+    @Test func aReadOnlyDirectoryGivesAClearErrorAndKeepsTheOldFile() throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.appending("locked")
+        let path = folder + "/slot.json"
+        try AtomicFile.write(bytes("old"), to: path)
+        chmod(folder, 0o555)
+        let outcome = withoutRootPrivileges { () -> StoreUnavailable? in
+            do {
+                try AtomicFile.write(bytes("new"), to: path)
+                return nil
+            } catch {
+                return error as? StoreUnavailable
+            }
+        }
+        let error = try #require(outcome ?? nil, "the write into a read-only directory succeeded")
+        #expect(error.kind == .io)
+        #expect(error.message.hasPrefix("cannot write \(path): Permission denied"))
+        #expect(error.message.contains("check the owner and permissions of \(folder)"))
+        chmod(folder, 0o700)
+        #expect(contents(of: path) == "old")
+        #expect(names(in: folder) == ["slot.json"])
+    }
+
+    @Test func explainsCommonFailures() {
+        #expect(AtomicFile.writeFailure("/x/y", ENOSPC).message == "cannot write /x/y: No space left on device; free some disk space")
+        #expect(AtomicFile.writeFailure("/x/y", EROFS).message == "cannot write /x/y: Read-only file system; the file system is mounted read-only")
+        #expect(AtomicFile.writeFailure("/x/y", EFBIG).message.contains("ulimit -f"))
+        #expect(AtomicFile.writeFailure("/x/y", EACCES).kind == .io)
+    }
+
+    @Test func concurrentWritersNeverLeaveATornFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("slot.json")
+        let app = try AppIdentity("com.acme.notes")
+        let records = (0..<8).map { thread in
+            (0..<200).map { round in
+                // Sizes vary so a torn file could not pass as a whole one by length alone.
+                let name = "com.acme.t\(thread)r\(round)" + String(repeating: "x", count: (thread * 200 + round) % 97)
+                return SlotRecord(id: .random(), app: name, vendor: app.vendor,
+                                  born: 1_700_000_000_000, written: 1_700_000_000_000 + Int64(round), optOut: false)
+            }
+        }
+        let valid = Set(records.joined().map { $0.encoded() })
+        try AtomicFile.write(records[0][0].encoded(), to: path)
+
+        // A few examples are enough to diagnose; a broken writer would produce thousands.
+        let failures = Locked<(count: Int, examples: [String])>((0, []))
+        @Sendable func fail(_ text: String) {
+            failures.withLock {
+                $0.count += 1
+                if $0.examples.count < 5 { $0.examples.append(text) }
+            }
+        }
+        let finished = Locked(0)
+        let reads = Locked(0)
+        onThreads(10) { index in
+            if index < 8 {
+                for record in records[index] {
+                    do {
+                        try AtomicFile.write(record.encoded(), to: path)
+                    } catch {
+                        fail("write: \(error)")
+                    }
+                }
+                finished.withLock { $0 += 1 }
+            } else {
+                // Readers run until every writer is done.
+                while finished.withLock({ $0 }) < 8 {
+                    switch AtomicFile.read(path) {
+                    case .found(let data) where valid.contains(data):
+                        reads.withLock { $0 += 1 }
+                    case let other:
+                        fail("read: \(other)")
+                    }
+                }
+            }
+        }
+        let (failureCount, examples) = failures.withLock { $0 }
+        #expect(failureCount == 0, "\(examples)")
+        #expect(reads.withLock { $0 } > 0)
+        let final = AtomicFile.read(path)
+        guard case .found(let data) = final else {
+            Issue.record("final read gave \(final)")
+            return
+        }
+        #expect(valid.contains(data))
+        #expect(names(in: directory.path) == ["slot.json"])
+    }
+
+    @Test func quarantineKeepsTheBytesUnderANewName() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("slot.json")
+        let now = Date(timeIntervalSince1970: 1_700_000_000.123)
+        #expect(try AtomicFile.quarantine(path, now: now) == nil)
+
+        try plant("garbage\u{0}bytes", at: path)
+        let moved = try #require(try AtomicFile.quarantine(path, now: now))
+        #expect(moved == path + ".corrupt-1700000000123")
+        #expect(contents(of: moved) == "garbage\u{0}bytes")
+        #expect(AtomicFile.read(path) == .absent)
+
+        // A second corrupt file in the same millisecond does not overwrite the first.
+        try plant("more garbage", at: path)
+        let second = try #require(try AtomicFile.quarantine(path, now: now))
+        #expect(second == path + ".corrupt-1700000000123-1")
+        #expect(contents(of: moved) == "garbage\u{0}bytes")
+        #expect(contents(of: second) == "more garbage")
+    }
+
+    @Test func removeDeletesAFileAndAcceptsAMissingOne() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("slot.json")
+        try AtomicFile.remove(path)
+        try AtomicFile.remove(directory.appending("missing/dir/slot.json"))
+        try AtomicFile.write(bytes("x"), to: path)
+        try AtomicFile.remove(path)
+        #expect(AtomicFile.read(path) == .absent)
+    }
+}

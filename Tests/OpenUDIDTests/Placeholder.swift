@@ -1,2 +1,0 @@
-import Testing
-@Test func placeholder2() { #expect(Bool(true)) }

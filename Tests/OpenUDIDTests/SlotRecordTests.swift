@@ -1,0 +1,317 @@
+import Foundation
+import Testing
+@testable import OpenUDID
+
+/// A fixed reader clock: 2024-01-01T00:00:00Z.
+let testNow = Date(timeIntervalSince1970: 1_704_067_200)
+let testNowMilliseconds: Int64 = 1_704_067_200_000
+
+func sampleRecord(id: Identifier = Identifier.random(), app: String = "com.acme.notes",
+                  born: Int64 = 1_700_000_000_000, written: Int64 = 1_700_000_500_000) -> SlotRecord {
+    SlotRecord(id: id, app: app, vendor: "com.acme", born: born, written: written, optOut: id.isOptedOut)
+}
+
+/// Parses `json` with the fixed clock and returns why it was rejected, or `nil` if it was accepted.
+func rejection(_ json: String) -> RecordError.Reason? {
+    do {
+        _ = try SlotRecord.parse(Data(json.utf8), now: testNow)
+        return nil
+    } catch {
+        return error.reason
+    }
+}
+
+/// A valid record's JSON with `field` replaced by the raw JSON `value` (or removed when `nil`).
+func json(replacing field: String, with value: String?) -> String {
+    var fields: [String: String] = [
+        "v": "1", "id": "\"\(String(repeating: "ab", count: 20))\"", "app": "\"com.acme.notes\"",
+        "vendor": "\"com.acme\"", "born": "1700000000000", "written": "1700000000000", "optOut": "false",
+    ]
+    fields[field] = value
+    return "{" + fields.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+}
+
+@Suite struct SlotRecordTests {
+    @Test func encodesCompactJSONWithSortedKeys() throws {
+        let id = try Identifier(parsing: "00112233445566778899aabbccddeeff00112233")
+        let record = sampleRecord(id: id, born: 1_700_000_000_000, written: 1_700_000_000_123)
+        let text = String(decoding: record.encoded(), as: UTF8.self)
+        #expect(text == #"{"app":"com.acme.notes","born":1700000000000,"id":"00112233445566778899aabbccddeeff00112233","optOut":false,"v":1,"vendor":"com.acme","written":1700000000123}"#)
+    }
+
+    @Test func encodingMatchesFoundationsSortedKeys() throws {
+        // Another implementation serializing with sorted keys must produce the same bytes.
+        let record = sampleRecord()
+        let object: [String: Any] = [
+            "app": record.app, "born": record.born, "id": record.id.hex, "optOut": record.optOut,
+            "v": record.version, "vendor": record.vendor, "written": record.written,
+        ]
+        let foundation = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        #expect(record.encoded() == foundation)
+    }
+
+    @Test func escapesHostileStringsIntoValidJSON() throws {
+        let hostile = "a\"b\\c\n\u{1}\u{1f}/é\u{2028}"
+        let record = SlotRecord(id: .random(), app: hostile, vendor: hostile, born: 0, written: 0, optOut: false)
+        let object = try #require(try JSONSerialization.jsonObject(with: record.encoded()) as? [String: Any])
+        #expect(object["app"] as? String == hostile)
+        #expect(object["vendor"] as? String == hostile)
+    }
+
+    @Test func roundTrips() throws {
+        for record in [sampleRecord(), sampleRecord(id: .optedOut),
+                       sampleRecord(born: SlotRecord.earliestTime, written: testNowMilliseconds + SlotRecord.futureTolerance)] {
+            #expect(try SlotRecord.parse(record.encoded(), now: testNow) == record)
+        }
+    }
+
+    @Test func convenienceInitTakesAppAndVendorFromTheIdentity() throws {
+        let app = try AppIdentity("com.acme.notes", vendor: "com.acme.suite")
+        let record = SlotRecord(id: .optedOut, app: app, born: 1, written: 2)
+        #expect(record.app == "com.acme.notes")
+        #expect(record.vendor == "com.acme.suite")
+        #expect(record.optOut)
+        #expect(record.version == 1)
+    }
+
+    @Test func ignoresUnknownFields() throws {
+        let text = json(replacing: "extra", with: #"{"nested":[1,2,{"x":null}]}"#)
+        #expect(rejection(text) == nil)
+        let record = try SlotRecord.parse(Data(text.utf8), now: testNow)
+        #expect(record.app == "com.acme.notes")
+    }
+
+    @Test func acceptsWhitespaceAndWholeNumbersWrittenAsReals() throws {
+        #expect(rejection(json(replacing: "born", with: "1700000000000.0")) == nil)
+        #expect(rejection(json(replacing: "born", with: "1.7e12")) == nil)
+        #expect(rejection(json(replacing: "v", with: "1.0")) == nil)
+        #expect(rejection(" \n\t" + json(replacing: "v", with: "1") + "\r\n") == nil)
+        let record = try SlotRecord.parse(Data(json(replacing: "born", with: "1.7e12").utf8), now: testNow)
+        #expect(record.born == 1_700_000_000_000)
+    }
+
+    static let wrongTypes: [(String, String, String)] = [
+        ("born", "true", "a whole number within 64 bits"),
+        ("born", "false", "a whole number within 64 bits"),
+        ("written", "\"1700000000000\"", "a whole number within 64 bits"),
+        ("born", "1700000000000.5", "a whole number within 64 bits"),
+        ("born", "9223372036854775808", "a whole number within 64 bits"),
+        ("born", "18446744073709551615", "a whole number within 64 bits"),
+        ("born", "1e19", "a whole number within 64 bits"),
+        ("born", "null", "a whole number within 64 bits"),
+        ("born", "[1700000000000]", "a whole number within 64 bits"),
+        ("v", "true", "a whole number within 64 bits"),
+        ("v", "\"1\"", "a whole number within 64 bits"),
+        ("optOut", "0", "true or false"),
+        ("optOut", "1", "true or false"),
+        ("optOut", "\"false\"", "true or false"),
+        ("optOut", "null", "true or false"),
+        ("id", "null", "a string"),
+        ("id", "12", "a string"),
+        ("app", "[\"com.acme.notes\"]", "a string"),
+        ("vendor", "{}", "a string"),
+    ]
+
+    @Test(arguments: wrongTypes)
+    func rejectsWrongTypes(field: String, value: String, expected: String) {
+        #expect(rejection(json(replacing: field, with: value)) == .wrongType(field: field, expected: expected))
+    }
+
+    @Test(arguments: ["v", "id", "app", "vendor", "born", "written", "optOut"])
+    func rejectsAMissingField(field: String) {
+        #expect(rejection(json(replacing: field, with: nil)) == .missingField(field))
+    }
+
+    @Test(arguments: [(Int64(2), "2"), (0, "0"), (-1, "-1"), (2, "2.0")])
+    func rejectsUnknownMajorVersions(version: Int64, text: String) {
+        #expect(rejection(json(replacing: "v", with: text)) == .unsupportedVersion(version))
+    }
+
+    @Test func checksTheVersionBeforeAnythingElse() {
+        // A future major version may rename or retype every other field.
+        #expect(rejection(#"{"v":2,"id":7}"#) == .unsupportedVersion(2))
+        #expect(rejection(#"{"id":"x","v":3}"#) == .unsupportedVersion(3))
+    }
+
+    @Test func rejectsBadIdentifiersAppsAndVendors() {
+        let upper = String(repeating: "AB", count: 20)
+        #expect(rejection(json(replacing: "id", with: "\"\(upper)\"")) ==
+            .invalidIdentifier(IdentifierError(text: upper, reason: .invalidCharacter(offset: 0))))
+        #expect(rejection(json(replacing: "app", with: #""1acme.notes""#)) ==
+            .invalidApp(IdentityError(name: "1acme.notes", role: .app, rule: .elementStartsWithDigit("1acme"))))
+        #expect(rejection(json(replacing: "vendor", with: #""acme""#)) ==
+            .invalidVendor(IdentityError(name: "acme", role: .vendor, rule: .tooFewElements)))
+        #expect(rejection(json(replacing: "app", with: #""../../x.y""#)) != nil)
+    }
+
+    @Test func boundsTimesBetween2010AndADayAfterTheReadersClock() {
+        let earliest = SlotRecord.earliestTime
+        let latest = testNowMilliseconds + SlotRecord.futureTolerance
+        for field in ["born", "written"] {
+            #expect(rejection(json(replacing: field, with: String(earliest))) == nil)
+            #expect(rejection(json(replacing: field, with: String(earliest - 1))) == .tooOld(field: field, milliseconds: earliest - 1))
+            #expect(rejection(json(replacing: field, with: String(latest))) == nil)
+            #expect(rejection(json(replacing: field, with: String(latest + 1))) ==
+                .inFuture(field: field, milliseconds: latest + 1, now: testNowMilliseconds))
+            #expect(rejection(json(replacing: field, with: "-9223372036854775808")) ==
+                .tooOld(field: field, milliseconds: .min))
+            #expect(rejection(json(replacing: field, with: "9223372036854775807")) ==
+                .inFuture(field: field, milliseconds: .max, now: testNowMilliseconds))
+        }
+    }
+
+    @Test func optOutAndTheAllZeroIdentifierGoTogether() {
+        let zeros = "\"\(String(repeating: "0", count: 40))\""
+        #expect(rejection(json(replacing: "optOut", with: "true")) == .optOutMismatch(optOut: true))
+        #expect(rejection(json(replacing: "id", with: zeros)) == .optOutMismatch(optOut: false))
+        let optedOut = json(replacing: "id", with: zeros).replacingOccurrences(of: "\"optOut\":false", with: "\"optOut\":true")
+        #expect(rejection(optedOut) == nil)
+    }
+
+    @Test func rejectsOversizedInputUnparsed() {
+        let padded = { (size: Int) -> String in
+            let base = json(replacing: "pad", with: "\"\"")
+            let filler = String(repeating: "x", count: size - base.utf8.count)
+            return json(replacing: "pad", with: "\"\(filler)\"")
+        }
+        #expect(padded(4096).utf8.count == 4096)
+        #expect(rejection(padded(4096)) == nil)
+        #expect(rejection(padded(4097)) == .tooLarge(bytes: 4097))
+        // Too large is decided on size alone, before any parsing.
+        #expect(rejection(String(repeating: "[", count: 1_000_000)) == .tooLarge(bytes: 1_000_000))
+    }
+
+    @Test func rejectsBytesThatAreNotUTF8JSON() throws {
+        let valid = Array(json(replacing: "v", with: "1").utf8)
+        #expect(rejection(bytes: [0xff, 0xfe] + valid) == .invalidUTF8)
+        #expect(rejection(bytes: valid + [0xc3]) == .invalidUTF8)
+        #expect(rejection(bytes: [0xEF, 0xBB, 0xBF] + valid) == .malformedJSON("starts with a byte order mark"))
+        // UTF-16LE of a valid record: Foundation would sniff and parse it; the format is UTF-8 only.
+        let utf16 = json(replacing: "v", with: "1").utf16.flatMap { [UInt8($0 & 0xff), UInt8($0 >> 8)] }
+        #expect(rejection(bytes: utf16) == .malformedJSON("control byte 0x00 at offset 1"))
+        #expect(rejection(bytes: valid + [0]) == .malformedJSON("control byte 0x00 at offset \(valid.count)"))
+    }
+
+    @Test(arguments: ["", "{", "{}x", "{\"v\" 1}", "nul", "{\"v\":01}", "{\"v\":1e400}"])
+    func rejectsMalformedJSON(text: String) {
+        guard case .malformedJSON = rejection(text) else {
+            Issue.record("\(text) gave \(String(describing: rejection(text)))")
+            return
+        }
+    }
+
+    @Test(arguments: ["[]", "[{}]", "1", "\"v\"", "null", "true"])
+    func rejectsJSONThatIsNotAnObject(text: String) {
+        #expect(rejection(text) == .notAnObject)
+    }
+
+    @Test func neverCrashesOnDeepNesting() {
+        for opener in ["[", "{\"a\":"] {
+            let text = String(repeating: opener, count: 4096 / opener.utf8.count)
+            #expect(rejection(text) != nil)
+        }
+        let nested = json(replacing: "deep", with: String(repeating: "[", count: 600) + String(repeating: "]", count: 600))
+        // Foundation caps nesting (at 512 levels); deeper input is an error, not a stack overflow.
+        guard case .malformedJSON = rejection(nested) else {
+            Issue.record("600 levels of nesting gave \(String(describing: rejection(nested)))")
+            return
+        }
+    }
+
+    @Test func survivesRandomAndMutatedInput() throws {
+        var generator = SystemRandomNumberGenerator()
+        let valid = Array(sampleRecord().encoded())
+        var accepted = 0
+        for round in 0..<6000 {
+            var bytes: [UInt8]
+            if round < 2000 {
+                bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            } else if round < 3000 {
+                // Random text over the JSON alphabet reaches deeper into the parser than random bytes.
+                let alphabet = Array(#"{}[]":,0123456789.eE+-truefalsnl \"#.utf8)
+                bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in alphabet.randomElement(using: &generator) ?? 0 }
+            } else {
+                bytes = valid
+                for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                    let position = Int.random(in: 0..<max(bytes.count, 1), using: &generator)
+                    switch Int.random(in: 0..<4, using: &generator) {
+                    case 0 where !bytes.isEmpty: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                    case 1 where !bytes.isEmpty: bytes.remove(at: position)
+                    case 2: bytes.insert(UInt8.random(in: 0x20...0x7e, using: &generator), at: min(position, bytes.count))
+                    default: bytes = Array(bytes.prefix(position))
+                    }
+                }
+            }
+            do {
+                let record = try SlotRecord.parse(Data(bytes), now: testNow)
+                accepted += 1
+                // Whatever is accepted is a fully valid record that survives re-encoding.
+                #expect(try SlotRecord.parse(record.encoded(), now: testNow) == record)
+            } catch {
+                #expect(!error.description.isEmpty)
+            }
+        }
+        #expect(accepted < 6000)
+    }
+
+    @Test func messagesNameTheFieldAndTheValue() throws {
+        let old = json(replacing: "born", with: "946598400000")
+        do {
+            _ = try SlotRecord.parse(Data(old.utf8), now: testNow)
+            Issue.record("accepted a 1999 birth")
+        } catch {
+            #expect(error.description == "record rejected: born 1999-12-31T00:00:00.000Z is before 2010-01-01")
+        }
+        #expect(RecordError(.tooLarge(bytes: 9000)).description == "record rejected: it is 9000 bytes, over the 4096-byte cap")
+        #expect(RecordError(.wrongType(field: "optOut", expected: "true or false")).description
+            == "record rejected: field \"optOut\" is not true or false")
+        #expect(RecordError(.unsupportedVersion(2)).description.contains("version 2"))
+    }
+}
+
+/// Parses raw bytes with the fixed clock and returns why they were rejected.
+func rejection(bytes: [UInt8]) -> RecordError.Reason? {
+    do {
+        _ = try SlotRecord.parse(Data(bytes), now: testNow)
+        return nil
+    } catch {
+        return error.reason
+    }
+}
+
+@Suite struct MillisecondsTests {
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+        (1_262_304_000_000, "2010-01-01T00:00:00.000Z"),
+        (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+        (1_709_210_096_789, "2024-02-29T12:34:56.789Z"),
+        (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+    ])
+    func formatsISO8601(milliseconds: Int64, text: String) {
+        #expect(Milliseconds.iso8601(milliseconds) == text)
+    }
+
+    @Test func formatsEveryInt64WithoutTrapping() {
+        for value in [Int64.min, .min + 1, .max, .max - 1, -62_135_596_800_001] {
+            #expect(Milliseconds.iso8601(value).hasSuffix("Z"))
+        }
+    }
+
+    @Test func agreesWithFoundationOverTheUsefulRange() {
+        // Whole seconds only: Foundation's fractional output suffers binary rounding.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let seconds = Int64.random(in: 0...4_102_444_800, using: &generator)
+            let expected = Date(timeIntervalSince1970: Double(seconds)).formatted(Date.ISO8601FormatStyle())
+            #expect(Milliseconds.iso8601(seconds * 1000) == expected.dropLast() + ".000Z")
+        }
+    }
+
+    @Test func convertsDatesAndClampsTheExtremes() {
+        #expect(Milliseconds.since1970(testNow) == testNowMilliseconds)
+        #expect(Milliseconds.since1970(Date(timeIntervalSince1970: 1e300)) == .max)
+        #expect(Milliseconds.since1970(Date(timeIntervalSince1970: -1e300)) == .min)
+        #expect(Milliseconds.since1970(Date(timeIntervalSince1970: .nan)) == 0)
+    }
+}
