@@ -1,0 +1,86 @@
+import Foundation
+
+/// Where the per-vendor mirror lives.
+public enum MirrorChoice: Sendable, CustomStringConvertible {
+    /// The Secret Service if one answers on the session bus, else the file store.
+    case automatic
+    /// The freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet's service).
+    case secretService
+    /// The embedded file store under `$XDG_DATA_HOME/openudid/vendors/`.
+    case file
+    /// No mirror: the identifier lives in selections, file slots and local caches only.
+    case none
+    /// A store of the caller's.
+    case custom(any VendorMirrorStore)
+
+    public var description: String {
+        switch self {
+        case .automatic: "automatic"
+        case .secretService: "secret-service"
+        case .file: "file"
+        case .none: "none"
+        case .custom(let store): store.name
+        }
+    }
+
+    /// Parses the names the command-line tool accepts: `automatic`, `secret-service`, `file`, `none`.
+    public init?(name: String) {
+        switch name {
+        case "automatic", "auto": self = .automatic
+        case "secret-service": self = .secretService
+        case "file": self = .file
+        case "none": self = .none
+        default: return nil
+        }
+    }
+}
+
+extension OpenUDID {
+    /// How an `OpenUDID` instance finds and keeps the identifier.
+    public struct Configuration: Sendable {
+        /// The X display to use; nil means `$DISPLAY` from `environment`.
+        public var display: String?
+        /// Whether to use X selections at all; false works from files and the mirror only.
+        public var usesSelections: Bool
+        /// Separates experiments: selections become `_OPENUDID_<NAMESPACE>_SLOT_<n>` and
+        /// shared files move under `openudid/ns/<namespace>/`.
+        public var namespace: String?
+        /// How many selection slots there are (default 100).
+        public var slotCount: Int
+        /// What to do when the app's own value disagrees with the consensus.
+        public var policy: ResolutionPolicy
+        /// Where the per-vendor mirror lives.
+        public var mirror: MirrorChoice
+        /// The environment to take `DISPLAY`, `HOME` and the XDG variables from.
+        public var environment: [String: String]
+        /// The deadline of one pass over the selection slots.
+        public var readDeadline: Duration
+        /// How long a participating app waits after a slot change before it resolves again,
+        /// so a burst of changes costs one resolution.
+        public var debounce: Duration
+
+        /// Creates a configuration; every default suits a real desktop session.
+        public init(display: String? = nil, usesSelections: Bool = true, namespace: String? = nil, slotCount: Int = 100,
+                    policy: ResolutionPolicy = .followConsensus, mirror: MirrorChoice = .automatic,
+                    environment: [String: String] = ProcessInfo.processInfo.environment,
+                    readDeadline: Duration = .milliseconds(250), debounce: Duration = .milliseconds(20)) {
+            self.display = display
+            self.usesSelections = usesSelections
+            self.namespace = namespace
+            self.slotCount = slotCount
+            self.policy = policy
+            self.mirror = mirror
+            self.environment = environment
+            self.readDeadline = readDeadline
+            self.debounce = debounce
+        }
+
+        /// The display name to open, if any.
+        var displayName: String? {
+            guard usesSelections else { return nil }
+            if let display, !display.isEmpty { return display }
+            if let display = environment["DISPLAY"], !display.isEmpty { return display }
+            return nil
+        }
+    }
+}

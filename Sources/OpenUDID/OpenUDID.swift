@@ -1,0 +1,161 @@
+import Foundation
+import Synchronization
+
+/// One app's handle on the identifier that cooperating apps share in a user session.
+///
+/// ```swift
+/// let udid = try OpenUDID(app: "com.acme.notes")
+/// let id = try udid.value()                  // 40 lowercase hex digits
+/// let participation = try udid.participate() // serve a slot, follow changes
+/// for await change in participation.changes { print(change.identifier) }
+/// ```
+///
+/// Resolution reads every selection slot in one pass, every app's file slot,
+/// this app's local cache and its vendor's mirror, holds the vote described
+/// in docs/PROTOCOL.md, and writes the winner wherever this app keeps a copy.
+/// The first resolution is cached; later calls are free unless they ask for a
+/// refresh. Safe to use from any thread.
+public final class OpenUDID: Sendable {
+    /// Which identifier to return.
+    public enum Scope: Sendable, Hashable {
+        /// The identifier shared by every participating app (40 hex digits).
+        case shared
+        /// A value derived for this app alone from the shared one (a UUID), which
+        /// cannot be correlated with another app's.
+        case app
+    }
+
+    /// The app this handle speaks for.
+    public let app: AppIdentity
+    /// How this handle finds and keeps the identifier.
+    public let configuration: Configuration
+
+    let engine: Engine
+    private let cached = Mutex<Report?>(nil)
+    private let resolving = Mutex(())
+
+    /// Creates a handle for `app`.
+    ///
+    /// - Parameters:
+    ///   - app: A reverse-DNS application id such as `com.acme.notes`.
+    ///   - vendor: The vendor whose mirror the app shares; by default the id's first two parts (`com.acme`).
+    ///   - configuration: Display, namespace, policy and mirror; the defaults suit a desktop session.
+    /// - Throws: `OpenUDIDError` for an invalid app id, vendor or namespace, or when there is no home directory.
+    public init(app: String, vendor: String? = nil, configuration: Configuration = Configuration()) throws(OpenUDIDError) {
+        do {
+            self.app = try AppIdentity(app, vendor: vendor)
+        } catch {
+            throw OpenUDIDError(error)
+        }
+        self.configuration = configuration
+        self.engine = try Engine(app: self.app, configuration: configuration)
+    }
+
+    /// The identifier, resolved on first use and cached afterwards.
+    ///
+    /// - Parameters:
+    ///   - scope: `.shared` for the cross-app identifier, `.app` for one derived for this app alone.
+    ///   - refresh: Resolve again instead of returning the cached value.
+    /// - Returns: 40 lowercase hex digits (all zero when opted out), or for `.app` a lowercase UUID.
+    public func value(scope: Scope = .shared, refresh: Bool = false) -> String {
+        let report = resolve(refresh: refresh)
+        switch scope {
+        case .shared: return report.identifier.hex
+        case .app: return report.identifier.hex // replaced by the app-scoped derivation
+        }
+    }
+
+    /// Resolves (or returns the cached resolution) with its full provenance.
+    ///
+    /// Never throws: a source that cannot be read is reported in `Report.sources`
+    /// and is never overwritten.
+    ///
+    /// - Parameter refresh: Resolve again instead of returning the cached report.
+    public func resolve(refresh: Bool = false) -> Report {
+        if !refresh, let report = cached.withLock({ $0 }) { return report }
+        return resolving.withLock { _ in
+            if !refresh, let report = cached.withLock({ $0 }) { return report }
+            let report = engine.resolve(slot: nil)
+            cached.withLock { $0 = report }
+            return report
+        }
+    }
+
+    /// Updates the cache with a resolution made elsewhere (by a participation).
+    func remember(_ report: Report) {
+        cached.withLock { $0 = report }
+    }
+
+    /// Serializes resolutions of this handle.
+    func exclusively<T>(_ body: () throws -> T) rethrows -> T {
+        try resolving.withLock { _ in try body() }
+    }
+
+    // MARK: Opt-out
+
+    /// Opts this app out: it reports the all-zero identifier, publishes that it
+    /// opted out, no longer votes, and forgets its cached copy. Reversible with `optIn()`.
+    ///
+    /// - Throws: `OpenUDIDError` when the app's local cache cannot be written.
+    public func optOut() throws(OpenUDIDError) {
+        do { try engine.localCache.optOut() } catch { throw OpenUDIDError(error) }
+        cached.withLock { $0 = nil }
+    }
+
+    /// Undoes `optOut()`; the next resolution fetches the consensus again.
+    public func optIn() throws(OpenUDIDError) {
+        if case .optedOut = engine.localCache.read() {
+            do { try engine.localCache.remove() } catch { throw OpenUDIDError(error) }
+        }
+        cached.withLock { $0 = nil }
+    }
+
+    /// Opts the user out for every participating app (a marker in `$XDG_CONFIG_HOME/openudid/`).
+    ///
+    /// - Parameter environment: Where to find the config directory; by default this process's.
+    public static func optOutEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
+        let paths: StoragePaths
+        do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
+        let stamp = "opted out at \(Milliseconds.iso8601(Milliseconds.since1970(Date())))\n"
+        do { try AtomicFile.write(Data(stamp.utf8), to: paths.optOutMarker) } catch { throw OpenUDIDError(error) }
+    }
+
+    /// Undoes `optOutEverywhere(environment:)`.
+    public static func optInEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
+        let paths: StoragePaths
+        do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
+        do { try AtomicFile.remove(paths.optOutMarker) } catch { throw OpenUDIDError(error) }
+    }
+
+    /// Whether the user opted out for every app.
+    public static func isOptedOutEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        guard let paths = try? StoragePaths(environment: environment) else { return false }
+        var status = stat()
+        return lstat(paths.optOutMarker, &status) == 0
+    }
+
+    // MARK: Removal
+
+    /// Deletes what uninstalling `app` together with its data would: its file
+    /// slot and its local cache. Nothing of other apps, and nothing of the vendor
+    /// mirror, is touched. Stopping the app's process is the caller's business.
+    ///
+    /// - Parameters:
+    ///   - app: The app id.
+    ///   - namespace: The namespace the app used, if any.
+    ///   - environment: Where to find the data directory; by default this process's.
+    /// - Throws: `OpenUDIDError` for an invalid id, or when a file cannot be removed.
+    public static func removeApp(_ app: String, namespace: String? = nil,
+                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
+        let identity: AppIdentity
+        let paths: StoragePaths
+        do { identity = try AppIdentity(app) } catch { throw OpenUDIDError(error) }
+        do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
+        do {
+            try FileSlotStore(paths: paths).remove(app: identity.id)
+            try LocalCache(app: identity, paths: paths).remove()
+        } catch {
+            throw OpenUDIDError(error)
+        }
+    }
+}

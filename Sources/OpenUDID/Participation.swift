@@ -1,0 +1,256 @@
+import Foundation
+import Synchronization
+import XSelection
+
+extension OpenUDID {
+    /// Takes part in the session: serves this app's record in the lowest free
+    /// selection slot, resolves again whenever another participant's slot
+    /// changes or its owner dies, and reports changes of the identifier.
+    ///
+    /// Without an X display (or after losing it) the app keeps working from its
+    /// file slot and the mirror, and takes part again when a server comes back.
+    ///
+    /// - Returns: The participation; it ends when stopped or released.
+    public func participate() -> Participation {
+        Participation(udid: self)
+    }
+}
+
+/// A running participation; see `OpenUDID.participate()`.
+public final class Participation: Sendable {
+    /// A change of the identifier this app reports.
+    public struct Change: Sendable {
+        /// The new identifier (all zero when the app or user opted out).
+        public let identifier: Identifier
+        /// The resolution that produced it.
+        public let report: Report
+    }
+
+    /// The identifier changes, starting with the first resolution.
+    public let changes: AsyncStream<Change>
+
+    private let core: ParticipationCore
+
+    init(udid: OpenUDID) {
+        let (stream, continuation) = AsyncStream<Change>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        changes = stream
+        core = ParticipationCore(udid: udid, continuation: continuation)
+        core.start()
+    }
+
+    deinit { core.stop() }
+
+    /// The latest resolution.
+    public var report: Report { core.latest() }
+
+    /// The selection slot this app serves now, if any.
+    public var slot: Int? { core.currentSlot() }
+
+    /// Resolves again now (for example after `optOut()`), and publishes the result.
+    public func refresh() { core.refreshNow() }
+
+    /// Stops serving the slot (the selection is released) and ends `changes`.
+    public func stop() { core.stop() }
+}
+
+/// The moving parts of a participation. Every mutable property is touched
+/// only on `queue`, a serial queue, which is what makes the class safe to share.
+final class ParticipationCore: @unchecked Sendable {
+    private let udid: OpenUDID
+    private let continuation: AsyncStream<Participation.Change>.Continuation
+    private let queue = DispatchQueue(label: "OpenUDID.Participation")
+    private var owner: SelectionOwner?
+    private var watcher: SelectionWatcher?
+    private var slot: Int?
+    private var published: SlotRecord?
+    private var report: Report?
+    private var scheduled = false
+    private var stopped = false
+    private var reconnecting = false
+
+    private var engine: Engine { udid.engine }
+    private var slots: SelectionSlots { udid.engine.slots }
+
+    init(udid: OpenUDID, continuation: AsyncStream<Participation.Change>.Continuation) {
+        self.udid = udid
+        self.continuation = continuation
+    }
+
+    func start() {
+        queue.sync {
+            connect()
+            resolveAndPublish()
+        }
+    }
+
+    func latest() -> Report {
+        queue.sync { report } ?? udid.resolve()
+    }
+
+    func currentSlot() -> Int? { queue.sync { slot } }
+
+    func refreshNow() { queue.sync { resolveAndPublish() } }
+
+    func stop() {
+        queue.sync {
+            guard !stopped else { return }
+            stopped = true
+            owner?.close()
+            watcher?.stop()
+            owner = nil
+            watcher = nil
+            slot = nil
+            continuation.finish()
+        }
+    }
+
+    // MARK: Connection
+
+    /// Opens the owner and watcher; on failure the app goes on without selections.
+    private func connect() {
+        guard !stopped, let display = udid.configuration.displayName else { return }
+        do throws(XSelectionError) {
+            let owner = try SelectionOwner(display: display)
+            let watcher = try SelectionWatcher(display: display, selections: slots.names)
+            self.owner = owner
+            self.watcher = watcher
+            let ownWindow = owner.window
+            Task { [weak self] in
+                for await event in watcher.events {
+                    switch event {
+                    case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
+                        continue // our own claim
+                    case .changed:
+                        self?.schedule()
+                    case .connectionLost:
+                        self?.connectionLost()
+                    }
+                }
+            }
+            Task { [weak self] in
+                for await event in owner.events {
+                    switch event {
+                    case .lost(let name, _):
+                        self?.slotLost(name)
+                    case .connectionLost:
+                        self?.connectionLost()
+                    }
+                }
+            }
+        } catch {
+            owner = nil
+            watcher = nil
+            scheduleReconnect()
+        }
+    }
+
+    private func connectionLost() {
+        queue.async { [self] in
+            guard !stopped, owner != nil || watcher != nil else { return }
+            owner?.close()
+            watcher?.stop()
+            owner = nil
+            watcher = nil
+            slot = nil
+            published = nil
+            resolveAndPublish()
+            scheduleReconnect()
+        }
+    }
+
+    private func scheduleReconnect() {
+        guard !reconnecting, udid.configuration.displayName != nil else { return }
+        reconnecting = true
+        queue.asyncAfter(deadline: .now() + 1) { [weak self] in
+            guard let self else { return }
+            self.reconnecting = false
+            guard !self.stopped, self.owner == nil else { return }
+            self.connect()
+            if self.owner != nil { self.resolveAndPublish() }
+        }
+    }
+
+    private func slotLost(_ name: SelectionName) {
+        queue.async { [self] in
+            guard let slot, slots.name(slot) == name else { return }
+            self.slot = nil
+            published = nil
+            resolveAndPublish()
+        }
+    }
+
+    // MARK: Resolution
+
+    private func schedule() {
+        queue.async { [self] in
+            guard !scheduled, !stopped else { return }
+            scheduled = true
+            let (seconds, attoseconds) = udid.configuration.debounce.components
+            let delay = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+            queue.asyncAfter(deadline: .now() + delay) { [self] in
+                scheduled = false
+                resolveAndPublish()
+            }
+        }
+    }
+
+    /// Resolves, serves the result in our slot, and reports a change. On `queue` only.
+    private func resolveAndPublish() {
+        guard !stopped else { return }
+        let previous = report?.identifier
+        var fresh = udid.exclusively { engine.resolve(slot: slot) }
+        let record = engine.slotRecord(for: fresh)
+        publish(record)
+        if fresh.slot != slot {
+            fresh = fresh.with(slot: slot)
+        }
+        report = fresh
+        udid.remember(fresh)
+        if fresh.identifier != previous {
+            continuation.yield(Participation.Change(identifier: fresh.identifier, report: fresh))
+        }
+    }
+
+    /// Serves `record`: in the slot we hold (claiming it again, so that XFixes
+    /// tells the others its content changed), or in the lowest free slot.
+    private func publish(_ record: SlotRecord) {
+        guard let owner else { return }
+        if let published, published.id == record.id, published.optOut == record.optOut, slot != nil { return }
+        let payloads = SelectionSlots.payloads(for: record)
+        var candidates: [Int]
+        if let slot {
+            candidates = [slot]
+        } else {
+            candidates = []
+        }
+        if let free = try? engine.freeSlots() {
+            candidates += free.filter { $0 != slot }
+        } else {
+            candidates += (0..<slots.count).filter { $0 != slot }
+        }
+        for index in candidates {
+            do throws(XSelectionError) {
+                if case .claimed = try owner.claim(slots.name(index), payloads: payloads, mode: .ifFree) {
+                    if let slot, slot != index { try? owner.release(slots.name(slot)) }
+                    slot = index
+                    published = record
+                    return
+                }
+            } catch {
+                connectionLost()
+                return
+            }
+        }
+        // Every slot is taken: the app still resolves, it just is not seen.
+        slot = nil
+        published = nil
+    }
+}
+
+extension Report {
+    /// The same report, naming `slot` as the app's selection slot.
+    func with(slot: Int?) -> Report {
+        Report(app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
+               rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot)
+    }
+}

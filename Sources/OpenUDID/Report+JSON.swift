@@ -1,0 +1,86 @@
+import Foundation
+
+extension Report {
+    /// The report as a JSON object, the format `openudid get --json` prints
+    /// (documented in docs/PROTOCOL.md, "Reports").
+    public var jsonObject: [String: Any] {
+        var object: [String: Any] = [
+            "id": identifier.hex,
+            "appScoped": identifier.hex,
+            "app": app.id,
+            "vendor": app.vendor,
+            "optedOut": optOut?.rawValue ?? NSNull(),
+            "born": born.map { NSNumber(value: $0) } ?? NSNull(),
+            "slot": slot.map { NSNumber(value: $0) } ?? NSNull(),
+            "sources": sources.map(\.jsonObject),
+            "rejected": rejected.map { ["place": $0.place, "reason": $0.reason] },
+            "repairs": repairs.map(\.jsonObject),
+            "mirror": [
+                "store": mirrorStore ?? NSNull(),
+                "record": mirrorRecord.map(\.jsonObject) ?? NSNull(),
+            ] as [String: Any],
+        ]
+        if let resolution {
+            object["origin"] = resolution.origin.name
+            object["votes"] = resolution.tally.map { ["id": $0.identifier.hex, "votes": $0.votes, "born": NSNumber(value: $0.born)] as [String: Any] }
+            object["agreeing"] = resolution.agreeing.map(\.jsonObject)
+            object["disagreeing"] = resolution.disagreeing.map(\.jsonObject)
+            object["ignored"] = resolution.ignored.map { ["candidate": $0.candidate.jsonObject, "reason": String(describing: $0.reason)] as [String: Any] }
+            object["replaced"] = resolution.replaced?.hex ?? NSNull()
+            object["disagreement"] = resolution.disagreement.map { ["local": $0.local.hex, "consensus": $0.consensus.hex] } ?? NSNull()
+        } else {
+            object["origin"] = "opted-out"
+        }
+        return object
+    }
+
+    /// The JSON text of `jsonObject`, with sorted keys.
+    public func json() -> Data {
+        (try? JSONSerialization.data(withJSONObject: jsonObject, options: [.sortedKeys, .prettyPrinted])) ?? Data("{}".utf8)
+    }
+}
+
+extension Resolution.Origin {
+    /// The name used in reports: `consensus`, `generated`, `kept-local`.
+    public var name: String {
+        switch self {
+        case .consensus: "consensus"
+        case .generated: "generated"
+        case .keptLocal: "kept-local"
+        }
+    }
+}
+
+extension SlotRecord {
+    /// The record as a JSON object (the wire fields).
+    public var jsonObject: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: encoded())) as? [String: Any] ?? [:]
+    }
+}
+
+extension Candidate {
+    var jsonObject: [String: Any] {
+        ["source": source.description, "app": record.app, "id": record.id.hex, "born": NSNumber(value: record.born)]
+    }
+}
+
+extension SourceStatus {
+    var jsonObject: [String: Any] {
+        switch state {
+        case .read(let records): ["name": name, "state": "read", "records": records]
+        case .unavailable(let why): ["name": name, "state": "unavailable", "detail": why]
+        case .notUsed(let why): ["name": name, "state": "not-used", "detail": why]
+        }
+    }
+}
+
+extension Repair {
+    var jsonObject: [String: Any] {
+        switch outcome {
+        case .written: ["place": place, "outcome": "written"]
+        case .unchanged: ["place": place, "outcome": "unchanged"]
+        case .skipped(let why): ["place": place, "outcome": "skipped", "detail": why]
+        case .failed(let why): ["place": place, "outcome": "failed", "detail": why]
+        }
+    }
+}

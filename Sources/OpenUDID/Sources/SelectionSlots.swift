@@ -1,0 +1,91 @@
+import Foundation
+import XSelection
+
+/// The selection slots of one namespace: their names, and how records are
+/// read from them and served in them (docs/PROTOCOL.md, "Slots").
+struct SelectionSlots: Sendable {
+    /// The target (and type) under which a participant serves its record.
+    static let recordTarget = "_OPENUDID_RECORD"
+    /// The text targets a participant also serves, and readers accept as record types.
+    static let textTypes: Set<String> = ["_OPENUDID_RECORD", "UTF8_STRING", "STRING", "TEXT"]
+
+    let prefix: String
+    let count: Int
+
+    init(namespace: String?, count: Int) {
+        prefix = namespace.map { "_OPENUDID_\($0)_SLOT_" } ?? "_OPENUDID_SLOT_"
+        self.count = count
+    }
+
+    func name(_ index: Int) -> SelectionName { SelectionName(prefix + String(index)) }
+
+    var names: [SelectionName] { (0..<count).map(name) }
+
+    func index(of name: SelectionName) -> Int? {
+        guard name.rawValue.hasPrefix(prefix), let index = Int(name.rawValue.dropFirst(prefix.count)),
+              (0..<count).contains(index) else { return nil }
+        return index
+    }
+
+    /// What a participant serves for its record.
+    static func payloads(for record: SlotRecord) -> [SelectionPayload] {
+        let bytes = Array(record.encoded())
+        return [
+            SelectionPayload(target: recordTarget, type: recordTarget, bytes: bytes),
+            SelectionPayload(target: "UTF8_STRING", type: "UTF8_STRING", bytes: bytes),
+        ]
+    }
+
+    /// One occupied slot as read.
+    struct Reading: Sendable {
+        var index: Int
+        var holder: SelectionHolder?
+        var result: Result<SlotRecord, Rejection>
+    }
+
+    /// Reads every slot in one pipelined pass; slots whose owner refuses the
+    /// record target are asked again for `UTF8_STRING`, which simpler
+    /// implementations (a Tk script) may be all they serve.
+    func readAll(with reader: SelectionReader, deadline: Duration, now: Date) throws(XSelectionError) -> [Reading] {
+        let started = ContinuousClock.now
+        let options = SelectionReader.Options(deadline: deadline, maxBytes: SlotRecord.maximumSize)
+        var outcomes = try reader.read(names, target: Self.recordTarget, options: options)
+        let refused = outcomes.filter { if case .refused = $0.value { return true } else { return false } }.map(\.key)
+        let remaining = deadline - (ContinuousClock.now - started)
+        if !refused.isEmpty, remaining > .milliseconds(10) {
+            let retry = try reader.read(refused, target: "UTF8_STRING", options: .init(deadline: remaining, maxBytes: SlotRecord.maximumSize))
+            outcomes.merge(retry) { _, new in new }
+        }
+        var readings: [Reading] = []
+        for (name, outcome) in outcomes {
+            guard let index = index(of: name) else { continue }
+            let place = "selection \(name)"
+            switch outcome {
+            case .noOwner:
+                continue
+            case .value(let value):
+                let holder = value.owner
+                let where_ = "\(place) (\(holder))"
+                guard value.format == 8, Self.textTypes.contains(value.type) else {
+                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, "served type \(value.type) format \(value.format), not 8-bit text"))))
+                    continue
+                }
+                do {
+                    let record = try SlotRecord.parse(Data(value.bytes), now: now)
+                    readings.append(Reading(index: index, holder: holder, result: .success(record)))
+                } catch {
+                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, error.description))))
+                }
+            case .refused(let holder):
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "the owner refused to give a record"))))
+            case .timedOut(let holder):
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "no answer within \(deadline)"))))
+            case .tooLarge(let holder, let bytes):
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap"))))
+            case .malformed(let holder, let reason):
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, reason))))
+            }
+        }
+        return readings.sorted { $0.index < $1.index }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import XSelection
+
+/// Every occupied place where participants keep the identifier: the live
+/// selection slots and the file slots. What `openudid slots` prints.
+public struct Survey: Sendable {
+    /// One occupied slot.
+    public struct Entry: Sendable {
+        /// `selection` or `file`.
+        public let kind: String
+        /// The selection slot number, for selection slots.
+        public let slot: Int?
+        /// The selection owner, for selection slots.
+        public let holder: SelectionHolder?
+        /// The record, or why it was rejected.
+        public let record: Result<SlotRecord, Rejection>
+    }
+
+    /// The occupied slots, selection slots first (by number), then file slots (by app).
+    public let entries: [Entry]
+    /// Sources that could not be read.
+    public let unavailable: [SourceStatus]
+
+    /// Looks at every slot of `configuration`'s namespace.
+    public static func take(configuration: OpenUDID.Configuration = .init()) throws(OpenUDIDError) -> Survey {
+        let paths: StoragePaths
+        do { paths = try StoragePaths(environment: configuration.environment, namespace: configuration.namespace) } catch { throw OpenUDIDError(error) }
+        let slots = SelectionSlots(namespace: configuration.namespace, count: configuration.slotCount)
+        var entries: [Entry] = []
+        var unavailable: [SourceStatus] = []
+        let now = Date()
+        if let display = configuration.displayName {
+            do throws(XSelectionError) {
+                let reader = try SelectionReader(display: display)
+                defer { reader.close() }
+                for reading in try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now) {
+                    entries.append(Entry(kind: "selection", slot: reading.index, holder: reading.holder, record: reading.result))
+                }
+            } catch {
+                unavailable.append(SourceStatus("selections", .unavailable(error.message)))
+            }
+        } else {
+            unavailable.append(SourceStatus("selections", .unavailable("no X display (DISPLAY is unset)")))
+        }
+        let store = FileSlotStore(paths: paths)
+        do {
+            for entry in try store.list().entries {
+                let place = (try? store.path(for: entry.app)) ?? entry.app
+                switch entry.content {
+                case .absent: continue
+                case .unavailable(let problem):
+                    entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, problem.message))))
+                case .found(let bytes):
+                    do {
+                        entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .success(try SlotRecord.parse(bytes, now: now))))
+                    } catch {
+                        entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, error.description))))
+                    }
+                }
+            }
+        } catch {
+            unavailable.append(SourceStatus("file-slots", .unavailable(error.message)))
+        }
+        return Survey(entries: entries, unavailable: unavailable)
+    }
+}
