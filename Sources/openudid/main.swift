@@ -118,8 +118,15 @@ case "get":
 
 case "serve":
     let udid = handle()
+    // A parent may have started us with these signals blocked (a mask inherited
+    // through exec); unblock them so that SIGTERM really stops the service.
+    var stopSignals = sigset_t()
+    sigemptyset(&stopSignals)
+    sigaddset(&stopSignals, SIGINT)
+    sigaddset(&stopSignals, SIGTERM)
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
+    pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
     let participation = udid.participate()
     let done = DispatchSemaphore(value: 0)
     var sources: [DispatchSourceSignal] = []

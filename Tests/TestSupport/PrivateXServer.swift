@@ -55,13 +55,22 @@ public final class PrivateXServer: @unchecked Sendable {
         }
     }
 
-    /// Stops the server.
+    /// Stops the server: SIGTERM, then SIGKILL if it is still there after a second.
+    ///
+    /// A process started from a Dispatch worker thread inherits that thread's
+    /// signal mask, in which SIGTERM may be blocked; waiting for SIGTERM alone
+    /// could then wait forever.
     public func stop() {
         lock.withLock {
             guard let process else { return }
             if process.isRunning {
                 process.terminate()
-                process.waitUntilExit()
+                let deadline = Date().addingTimeInterval(1)
+                while process.isRunning && Date() < deadline { usleep(5_000) }
+                if process.isRunning {
+                    Foundation.kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                }
             }
             self.process = nil
         }
