@@ -1,0 +1,528 @@
+import CLibSecret
+import Dispatch
+import Foundation
+
+/// The per-vendor mirror kept in the freedesktop Secret Service (gnome-keyring,
+/// KeePassXC, KWallet's Secret Service).
+///
+/// Each vendor has one item in the user's default collection, found by the
+/// attributes `xdg:schema` = `org.openudid.VendorMirror` and `vendor` = the vendor
+/// (`com.acme`), labelled "OpenUDID identifier for com.acme". Its secret is the
+/// serialized record (UTF-8 text).
+///
+/// The Secret Service guards secrets per user, not per application: every process
+/// of the same user can read every unlocked item. Keeping vendors apart is a rule
+/// this type follows (every lookup, write and removal names the vendor), not a
+/// boundary the system enforces.
+///
+/// Every call finishes within ``deadline`` and never asks the user anything: it does
+/// not unlock a locked keyring and does not create a missing one, it reports them.
+/// A service that is locked, missing, silent or failing gives
+/// ``StoreRead/unavailable(_:)``, never ``StoreRead/absent``; `absent` means the
+/// service answered, the default collection is unlocked, and no item matches.
+public struct SecretServiceMirror: VendorMirrorStore {
+    /// The schema name, stored in each item's `xdg:schema` attribute.
+    public static let schemaName = "org.openudid.VendorMirror"
+
+    /// The attribute that holds the vendor.
+    public static let vendorAttribute = "vendor"
+
+    /// The D-Bus address of the bus to use, or nil for the user's session bus.
+    public var busAddress: String?
+
+    /// The longest one call may take before it gives up with ``StoreUnavailable/Kind/serviceError``.
+    public var deadline: Duration
+
+    /// `"secret-service"`.
+    public var name: String { "secret-service" }
+
+    /// Creates a mirror on a bus.
+    ///
+    /// - Parameters:
+    ///   - busAddress: A D-Bus address such as `unix:path=/run/user/1000/bus`. When nil,
+    ///     `DBUS_SESSION_BUS_ADDRESS` is used, then `$XDG_RUNTIME_DIR/bus`; a bus is
+    ///     never launched.
+    ///   - deadline: The longest one call may take, connection included.
+    public init(busAddress: String? = nil, deadline: Duration = .seconds(2)) {
+        self.busAddress = busAddress
+        self.deadline = deadline
+    }
+
+    /// The label of a vendor's item, as keyring managers such as Passwords and Keys show it.
+    public static func label(vendor: String) -> String {
+        "OpenUDID identifier for \(vendor)"
+    }
+
+    /// Reads the item of `vendor`.
+    ///
+    /// An unlocked matching item gives `.found`. A locked one, a locked or missing
+    /// default collection, or a service that does not answer gives `.unavailable`.
+    public func read(vendor: String) -> StoreRead {
+        let outcome = perform("reading the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) -> StoreRead in
+            let items = try call.items()
+            if let unlocked = items.first(where: { !$0.isLocked }) {
+                return .found(try call.secret(of: unlocked))
+            }
+            if !items.isEmpty { throw call.lockedItem() }
+            // No visible item. Only an unlocked default collection makes that a real
+            // "absent": some services hide the items of a locked collection.
+            _ = try call.usableDefaultCollection()
+            return .absent
+        }
+        switch outcome.result {
+        case .success(let read): return read
+        case .failure(let failure): return .unavailable(failure)
+        }
+    }
+
+    /// Creates or replaces the item of `vendor` in the default collection.
+    ///
+    /// - Throws: `StoreUnavailable` (`.locked` when the default collection is locked,
+    ///   `.serviceError` when there is none); the old item is then left as it was.
+    public func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
+        try perform("writing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
+            // Storing to the alias "default" would make libsecret create a collection
+            // (an interactive prompt) when there is none; the resolved path never does.
+            let collection = try call.usableDefaultCollection()
+            try call.store(bytes, in: collection)
+        }.result.get()
+    }
+
+    /// Deletes the item of `vendor`.
+    ///
+    /// Succeeds when the item is gone afterwards, including when there was none. When
+    /// a matching item or the default collection is locked, nothing is deleted and the
+    /// call throws, since a locked item cannot be deleted and may be invisible.
+    ///
+    /// - Throws: `StoreUnavailable` when the service cannot confirm the item is gone.
+    public func remove(vendor: String) throws(StoreUnavailable) {
+        try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
+            let items = try call.items()
+            if items.contains(where: \.isLocked) { throw call.lockedItem() }
+            if items.isEmpty {
+                _ = try call.usableDefaultCollection()
+                return
+            }
+            try call.clear()
+        }.result.get()
+    }
+}
+
+// MARK: - Probing
+
+extension SecretServiceMirror {
+    /// What a probe of the bus found.
+    public enum Availability: Sendable, Equatable {
+        /// A Secret Service answered and its default collection is unlocked.
+        case ready
+        /// A Secret Service answered; its default collection is locked until the user unlocks it.
+        case locked(StoreUnavailable)
+        /// A Secret Service answered but cannot hold the mirror (no default collection, or an error).
+        case unusable(StoreUnavailable)
+        /// No Secret Service answered within the deadline (no bus, none on the bus, or hung).
+        case unreachable(StoreUnavailable)
+
+        /// Whether this store is worth choosing: the service answered and has a
+        /// default collection, unlocked now or once the user unlocks it.
+        public var canHoldMirror: Bool {
+            switch self {
+            case .ready, .locked: true
+            case .unusable, .unreachable: false
+            }
+        }
+    }
+
+    /// Asks whether a Secret Service answers on the bus, and in what state.
+    ///
+    /// Reads only the default alias and the collection's `Locked` property, so it
+    /// never triggers a prompt. It may start a D-Bus-activatable service, as any
+    /// client's first call does.
+    ///
+    /// - Parameters:
+    ///   - busAddress: As in ``init(busAddress:deadline:)``.
+    ///   - deadline: The longest the probe may take.
+    public static func probe(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Availability {
+        let mirror = SecretServiceMirror(busAddress: busAddress, deadline: deadline)
+        let outcome = mirror.perform("probing the Secret Service", vendor: nil) { call throws(StoreUnavailable) in
+            _ = try call.usableDefaultCollection()
+        }
+        switch outcome.result {
+        case .success:
+            return .ready
+        case .failure(let failure) where failure.kind == .notRunning || outcome.timedOut:
+            return .unreachable(failure)
+        case .failure(let failure) where failure.kind == .locked:
+            return .locked(failure)
+        case .failure(let failure):
+            return .unusable(failure)
+        }
+    }
+
+    /// Whether a Secret Service answers on the bus within `deadline` and has a default
+    /// collection (locked or not), without prompting the user.
+    ///
+    /// Used to choose a store automatically; ``probe(busAddress:deadline:)`` tells why not.
+    public static func isAvailable(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Bool {
+        probe(busAddress: busAddress, deadline: deadline).canHoldMirror
+    }
+}
+
+// MARK: - Vendors
+
+extension SecretServiceMirror {
+    /// Whether `vendor` may name an item: 1 to 255 characters from `A-Z a-z 0-9 . _ -`,
+    /// not starting with `.`.
+    public static func isValidVendor(_ vendor: String) -> Bool {
+        let bytes = Array(vendor.utf8)
+        guard !bytes.isEmpty, bytes.count <= 255, bytes[0] != UInt8(ascii: ".") else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
+            default:
+                false
+            }
+        }
+    }
+}
+
+// MARK: - One call
+
+extension SecretServiceMirror {
+    /// Runs `body` against a fresh connection and proxy, under the deadline.
+    ///
+    /// A fresh connection per call, rather than libsecret's cached singleton on GIO's
+    /// shared session bus: the shared connection terminates the process when the bus
+    /// closes, the singleton stays bound to whichever daemon answered first (a
+    /// restarted daemon then looks dead), and neither can be pointed at another bus.
+    fileprivate func perform<T>(
+        _ operation: String, vendor: String?,
+        _ body: (SecretServiceCall) throws(StoreUnavailable) -> T
+    ) -> (result: Result<T, StoreUnavailable>, timedOut: Bool) {
+        if let vendor, !Self.isValidVendor(vendor) {
+            let shown = vendor.count > 64 ? String(vendor.prefix(64)) + "…" : vendor
+            return (.failure(StoreUnavailable(.serviceError, """
+                secret-service: refusing vendor "\(shown)": a vendor is 1 to 255 characters \
+                from A-Z a-z 0-9 . _ - and does not start with "."
+                """)), false)
+        }
+        let address: String
+        switch Self.resolveBusAddress(busAddress) {
+        case .success(let found): address = found
+        case .failure(let failure): return (.failure(failure), false)
+        }
+
+        // Proxies subscribe to signals on the thread-default main context. A private
+        // one, drained and dropped at the end, keeps those subscriptions from piling
+        // up in a global context that the application may never run.
+        let context = g_main_context_new()
+        g_main_context_push_thread_default(context)
+        let timer = DeadlineTimer(deadline)
+        defer {
+            timer.finish()
+            var pending = 0
+            while g_main_context_iteration(context, 0) != 0 && pending < 1000 { pending += 1 }
+            g_main_context_pop_thread_default(context)
+            g_main_context_unref(context)
+        }
+
+        let result: Result<T, StoreUnavailable>
+        do throws(StoreUnavailable) {
+            let call = try SecretServiceCall(address: address, operation: operation, vendor: vendor ?? "", timer: timer)
+            defer { call.close() }
+            result = .success(try body(call))
+        } catch {
+            result = .failure(error)
+        }
+        return (result, timer.fired)
+    }
+
+    /// The address to connect to: the explicit one, the environment's, or the
+    /// conventional per-user socket. Never autolaunches a bus.
+    fileprivate static func resolveBusAddress(_ explicit: String?) -> Result<String, StoreUnavailable> {
+        if let explicit { return .success(explicit) }
+        let environment = ProcessInfo.processInfo.environment
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {
+            return .success(address)
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            let socket = runtime + "/bus"
+            var info = stat()
+            if stat(socket, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK {
+                return .success("unix:path=" + socket)
+            }
+        }
+        return .failure(StoreUnavailable(.notRunning, """
+            secret-service: no session bus: DBUS_SESSION_BUS_ADDRESS is not set and \
+            $XDG_RUNTIME_DIR/bus does not exist; run inside a desktop session or under dbus-run-session
+            """))
+    }
+}
+
+/// Cancels a `GCancellable` when a deadline passes, from a timer on another thread.
+///
+/// Cancelling makes every pending libsecret/GDBus `_sync` call return at once, so a
+/// daemon that hangs (or a bus that never answers) cannot hold the caller.
+private final class DeadlineTimer: @unchecked Sendable {
+    // `cancellable` never changes after init and GCancellable is thread-safe. The
+    // timer holds its own reference, dropped in the cancel handler, which GCD runs
+    // after any running event handler, so the timer never touches a freed object.
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    let duration: Duration
+    private let timer: DispatchSourceTimer
+
+    init(_ duration: Duration) {
+        self.duration = duration
+        cancellable = g_cancellable_new()
+        timer = DispatchSource.makeTimerSource(queue: .global())
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        g_object_ref(cancellable)
+        timer.setEventHandler { [self] in g_cancellable_cancel(cancellable) }
+        timer.setCancelHandler { [self] in g_object_unref(cancellable) }
+        timer.schedule(deadline: .now() + max(seconds, 0))
+        timer.activate()
+    }
+
+    /// Whether the deadline passed (nothing else cancels the cancellable).
+    var fired: Bool { g_cancellable_is_cancelled(cancellable) != 0 }
+
+    /// How the deadline reads in a message: "2 s", "0.5 s".
+    var description: String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%g s", seconds)
+    }
+
+    /// Stops the timer and drops the caller's reference; the timer's follows in its cancel handler.
+    func finish() {
+        timer.cancel()
+        g_object_unref(cancellable)
+    }
+}
+
+/// One vendor item as a search found it.
+private struct FoundItem {
+    let pointer: UnsafeMutablePointer<SecretItem>
+    let isLocked: Bool
+}
+
+/// A connection, a Secret Service proxy and the objects made during one call.
+///
+/// Not Sendable: it lives and dies on the calling thread, inside `perform`.
+private final class SecretServiceCall {
+    private let connection: OpaquePointer
+    private let service: UnsafeMutablePointer<SecretService>
+    private let schema: UnsafeMutablePointer<SecretSchema>
+    private let attributes: OpaquePointer
+    private let timer: DeadlineTimer
+    private let operation: String
+    private let vendor: String
+    /// GObjects handed to us with a reference, released by `close()`.
+    private var owned: [UnsafeMutableRawPointer] = []
+
+    init(address: String, operation: String, vendor: String, timer: DeadlineTimer) throws(StoreUnavailable) {
+        self.timer = timer
+        self.operation = operation
+        self.vendor = vendor
+        var error: UnsafeMutablePointer<GError>?
+        let flags = GDBusConnectionFlags(
+            rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, timer.cancellable, &error) else {
+            throw Self.connectFailure(error, address: address, timer: timer, operation: operation)
+        }
+        guard let service = openudid_secret_service_new_for_connection(connection, timer.cancellable, &error) else {
+            g_dbus_connection_close_sync(connection, nil, nil)
+            g_object_unref(UnsafeMutableRawPointer(connection))
+            throw Self.failure(error, timer: timer, operation: operation)
+        }
+        self.connection = connection
+        self.service = service
+        schema = Self.makeSchema()
+        attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)
+        g_hash_table_insert(attributes, g_strdup(SecretServiceMirror.vendorAttribute), g_strdup(vendor))
+    }
+
+    private static func makeSchema() -> UnsafeMutablePointer<SecretSchema> {
+        let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)
+        // The value is the attribute type; SECRET_SCHEMA_ATTRIBUTE_STRING is 0, a null pointer.
+        g_hash_table_insert(types, g_strdup(SecretServiceMirror.vendorAttribute),
+                            UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+        // SECRET_SCHEMA_NONE (not DONT_MATCH_NAME): searches also match xdg:schema.
+        let schema = secret_schema_newv(SecretServiceMirror.schemaName, SECRET_SCHEMA_NONE, types)!
+        g_hash_table_unref(types)
+        return schema
+    }
+
+    func close() {
+        for object in owned.reversed() { g_object_unref(object) }
+        owned.removeAll()
+        g_hash_table_unref(attributes)
+        secret_schema_unref(schema)
+        g_object_unref(service)
+        // Closing flushes nothing of ours and does not wait for the peer, so it
+        // cannot hang on a stuck daemon.
+        g_dbus_connection_close_sync(connection, nil, nil)
+        g_object_unref(UnsafeMutableRawPointer(connection))
+    }
+
+    /// Every item of the vendor, locked or not, in every collection; unlocks nothing.
+    func items() throws(StoreUnavailable) -> [FoundItem] {
+        var error: UnsafeMutablePointer<GError>?
+        let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue)
+        let list = secret_service_search_sync(service, schema, attributes, flags, timer.cancellable, &error)
+        if let error { throw Self.failure(error, timer: timer, operation: operation) }
+        var found: [FoundItem] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data {
+                owned.append(data)
+                let item = data.assumingMemoryBound(to: SecretItem.self)
+                found.append(FoundItem(pointer: item, isLocked: secret_item_get_locked(item) != 0))
+            }
+            node = current.pointee.next
+        }
+        g_list_free(list)
+        return found
+    }
+
+    /// The secret of an unlocked item.
+    func secret(of item: FoundItem) throws(StoreUnavailable) -> Data {
+        var error: UnsafeMutablePointer<GError>?
+        if secret_item_load_secret_sync(item.pointer, timer.cancellable, &error) == 0 {
+            throw Self.failure(error, timer: timer, operation: operation)
+        }
+        guard let value = secret_item_get_secret(item.pointer) else {
+            throw StoreUnavailable(.serviceError,
+                                   "secret-service: the Secret Service returned no secret while \(operation)")
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length: gsize = 0
+        guard let bytes = secret_value_get(value, &length) else { return Data() }
+        return Data(bytes: bytes, count: Int(length))
+    }
+
+    /// The object path of the default collection, if it exists and is unlocked.
+    func usableDefaultCollection() throws(StoreUnavailable) -> String {
+        var error: UnsafeMutablePointer<GError>?
+        let collection = secret_collection_for_alias_sync(service, "default", SECRET_COLLECTION_NONE,
+                                                          timer.cancellable, &error)
+        if let error { throw Self.failure(error, timer: timer, operation: operation) }
+        guard let collection else {
+            throw StoreUnavailable(.serviceError, """
+                secret-service: the Secret Service has no default collection (no login keyring \
+                was ever created), found while \(operation); create one, for example in Passwords and Keys
+                """)
+        }
+        owned.append(UnsafeMutableRawPointer(collection))
+        if secret_collection_get_locked(collection) != 0 {
+            throw StoreUnavailable(.locked, """
+                secret-service: the default Secret Service collection is locked, found while \
+                \(operation); unlock the keyring (logging in to the desktop usually does) and try again
+                """)
+        }
+        let proxy = UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self)
+        return String(cString: g_dbus_proxy_get_object_path(proxy))
+    }
+
+    /// Creates or replaces the vendor's item in the collection at `collectionPath`.
+    func store(_ bytes: Data, in collectionPath: String) throws(StoreUnavailable) {
+        // Records are UTF-8 text; anything else is still stored, but labelled as bytes.
+        let contentType = String(data: bytes, encoding: .utf8) == nil ? "application/octet-stream" : "text/plain"
+        let value = bytes.withUnsafeBytes { raw -> OpaquePointer in
+            guard let base = raw.baseAddress else { return secret_value_new("", 0, contentType) }
+            return secret_value_new(base.assumingMemoryBound(to: CChar.self), raw.count, contentType)
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var error: UnsafeMutablePointer<GError>?
+        let stored = secret_service_store_sync(service, schema, attributes, collectionPath,
+                                               SecretServiceMirror.label(vendor: vendor), value,
+                                               timer.cancellable, &error)
+        if stored == 0 { throw Self.failure(error, timer: timer, operation: operation) }
+    }
+
+    /// Deletes the vendor's unlocked items.
+    func clear() throws(StoreUnavailable) {
+        var error: UnsafeMutablePointer<GError>?
+        // FALSE with no error means nothing matched, which is the wanted end state.
+        if secret_service_clear_sync(service, schema, attributes, timer.cancellable, &error) == 0, let error {
+            throw Self.failure(error, timer: timer, operation: operation)
+        }
+    }
+
+    func lockedItem() -> StoreUnavailable {
+        StoreUnavailable(.locked, """
+            secret-service: the Secret Service item of \(vendor) is locked, found while \(operation); \
+            unlock the keyring (logging in to the desktop usually does) and try again
+            """)
+    }
+
+    // MARK: Errors
+
+    private static func connectFailure(_ error: UnsafeMutablePointer<GError>?, address: String,
+                                       timer: DeadlineTimer, operation: String) -> StoreUnavailable {
+        if timer.fired { return timeout(timer: timer, operation: operation, error) }
+        let message = take(error)
+        return StoreUnavailable(.notRunning,
+                                "secret-service: cannot connect to the session bus at \(address): \(message)")
+    }
+
+    /// Classifies and frees a GError.
+    private static func failure(_ error: UnsafeMutablePointer<GError>?, timer: DeadlineTimer,
+                                operation: String) -> StoreUnavailable {
+        if timer.fired { return timeout(timer: timer, operation: operation, error) }
+        guard let error else {
+            return StoreUnavailable(.serviceError,
+                                    "secret-service: the Secret Service failed without saying why while \(operation)")
+        }
+        let domain = error.pointee.domain
+        let code = error.pointee.code
+        let remote = g_dbus_error_get_remote_error(error).map { name in
+            defer { g_free(name) }
+            return String(cString: name)
+        }
+        let message = take(error)
+        func isDBus(_ wanted: GDBusError, _ name: String) -> Bool {
+            (domain == g_dbus_error_quark() && code == Int32(wanted.rawValue))
+                || remote == "org.freedesktop.DBus.Error." + name
+        }
+        if isDBus(G_DBUS_ERROR_SERVICE_UNKNOWN, "ServiceUnknown") || isDBus(G_DBUS_ERROR_NAME_HAS_NO_OWNER, "NameHasNoOwner") {
+            return StoreUnavailable(.notRunning, """
+                secret-service: no Secret Service on the session bus while \(operation) (\(message)); \
+                start gnome-keyring, KeePassXC or another Secret Service provider
+                """)
+        }
+        if (domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
+            || remote == "org.freedesktop.Secret.Error.IsLocked" {
+            return StoreUnavailable(.locked, """
+                secret-service: locked while \(operation) (\(message)); \
+                unlock the keyring (logging in to the desktop usually does) and try again
+                """)
+        }
+        if isDBus(G_DBUS_ERROR_NO_REPLY, "NoReply") {
+            return StoreUnavailable(.serviceError,
+                                    "secret-service: the Secret Service went away while \(operation): \(message)")
+        }
+        if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CLOSED.rawValue) {
+            return StoreUnavailable(.serviceError,
+                                    "secret-service: the session bus closed the connection while \(operation): \(message)")
+        }
+        return StoreUnavailable(.serviceError, "secret-service: Secret Service error while \(operation): \(message)")
+    }
+
+    private static func timeout(timer: DeadlineTimer, operation: String,
+                                _ error: UnsafeMutablePointer<GError>?) -> StoreUnavailable {
+        _ = take(error)
+        return StoreUnavailable(.serviceError,
+                                "secret-service: Secret Service did not answer within \(timer.description) while \(operation)")
+    }
+
+    /// The message of a GError, which is then freed.
+    private static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
+        guard let error else { return "unknown error" }
+        defer { g_error_free(error) }
+        // "GDBus.Error:org.freedesktop.DBus.Error.ServiceUnknown: " says nothing a reader needs.
+        _ = g_dbus_error_strip_remote_error(error)
+        return error.pointee.message.map { String(cString: $0) } ?? "unknown error"
+    }
+}
