@@ -47,10 +47,22 @@ final class Engine: @unchecked Sendable {
         case .none: return nil
         case .file: return FileVendorMirror(paths: paths)
         case .custom(let store): return store
-        case .secretService: return FileVendorMirror(paths: paths) // until the Secret Service store lands
+        case .secretService: return SecretServiceMirror(busAddress: busAddress(environment))
         case .automatic:
-            return FileVendorMirror(paths: paths)
+            // A locked keyring still counts: it holds the mirror, it just cannot be
+            // read now, and falling back to files would fork the vendor's value.
+            let address = busAddress(environment)
+            return SecretServiceMirror.probe(busAddress: address).canHoldMirror
+                ? SecretServiceMirror(busAddress: address) : FileVendorMirror(paths: paths)
         }
+    }
+
+    /// The session bus of `environment`, so a handle configured with another
+    /// environment (a test, the lab) talks to that environment's Secret Service.
+    private static func busAddress(_ environment: [String: String]) -> String? {
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return "unix:path=\(runtime)/bus" }
+        return nil
     }
 
     /// Whether the user opted out for every app.

@@ -61,7 +61,7 @@ public final class OpenUDID: Sendable {
         let report = resolve(refresh: refresh)
         switch scope {
         case .shared: return report.identifier.hex
-        case .app: return report.identifier.hex // replaced by the app-scoped derivation
+        case .app: return report.appScoped
         }
     }
 

@@ -6,7 +6,7 @@ extension Report {
     public var jsonObject: [String: Any] {
         var object: [String: Any] = [
             "id": identifier.hex,
-            "appScoped": identifier.hex,
+            "appScoped": appScoped,
             "app": app.id,
             "vendor": app.vendor,
             "optedOut": optOut?.rawValue ?? NSNull(),

@@ -119,6 +119,13 @@ public struct Report: Sendable {
     /// The selection slot this app serves, when it participates.
     public let slot: Int?
 
+    /// The identifier derived for this app alone (see `AppScopedIdentifier`);
+    /// all zero when opted out.
+    public var appScoped: String {
+        if identifier.isOptedOut { return "00000000-0000-0000-0000-000000000000" }
+        return AppScopedIdentifier(shared: identifier.bytes, appID: app.id).uuidString
+    }
+
     /// Whether another app's value won over this app's own cached one.
     public var adoptedConsensus: Bool { resolution?.replaced != nil }
 }
