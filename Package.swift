@@ -7,6 +7,8 @@ let package = Package(
         .library(name: "XSelection", targets: ["XSelection"]),
         .library(name: "OpenUDID", targets: ["OpenUDID"]),
         .executable(name: "openudid", targets: ["openudid"]),
+        .executable(name: "openudid-lab", targets: ["openudid-lab"]),
+        .executable(name: "openudid-bench", targets: ["openudid-bench"]),
     ],
     targets: [
         // C boundaries: module maps and shim headers, nothing else.
@@ -34,6 +36,18 @@ let package = Package(
 
         // The command-line tool.
         .executableTarget(name: "openudid", dependencies: ["OpenUDID"]),
+
+        // The experiment: real processes, every mechanism side by side.
+        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDID"]),
+
+        // The benchmark: figures side by side with their baselines.
+        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDID", "XSelection"]),
+
+        // Cooperating example desktop apps: two of one vendor, one of another.
+        .target(name: "ExampleKit", dependencies: ["OpenUDID", "XSelection"], path: "Examples/ExampleKit"),
+        .executableTarget(name: "acme-notes", dependencies: ["ExampleKit"], path: "Examples/AcmeNotes"),
+        .executableTarget(name: "acme-photos", dependencies: ["ExampleKit"], path: "Examples/AcmePhotos"),
+        .executableTarget(name: "indie-chess", dependencies: ["ExampleKit"], path: "Examples/IndieChess"),
 
         // Owns selections in a separate process for the tests: honestly through
         // XSelection, or as a deliberately broken raw X client.

@@ -1,0 +1,1 @@
+print("openudid-bench: not yet")

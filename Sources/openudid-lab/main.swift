@@ -1,0 +1,1 @@
+print("openudid-lab: not yet")
