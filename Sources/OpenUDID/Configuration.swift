@@ -42,6 +42,10 @@ extension OpenUDID {
         public var display: String?
         /// Whether to use X selections at all; false works from files and the mirror only.
         public var usesSelections: Bool
+        /// Whether to use the file slots and the local cache; false leaves the
+        /// selections (and the mirror, if chosen) as the only places, which is
+        /// how an experiment shows what each mechanism alone is worth.
+        public var usesFiles: Bool
         /// Separates experiments: selections become `_OPENUDID_<NAMESPACE>_SLOT_<n>` and
         /// shared files move under `openudid/ns/<namespace>/`.
         public var namespace: String?
@@ -60,12 +64,13 @@ extension OpenUDID {
         public var debounce: Duration
 
         /// Creates a configuration; every default suits a real desktop session.
-        public init(display: String? = nil, usesSelections: Bool = true, namespace: String? = nil, slotCount: Int = 100,
+        public init(display: String? = nil, usesSelections: Bool = true, usesFiles: Bool = true, namespace: String? = nil, slotCount: Int = 100,
                     policy: ResolutionPolicy = .followConsensus, mirror: MirrorChoice = .automatic,
                     environment: [String: String] = ProcessInfo.processInfo.environment,
                     readDeadline: Duration = .milliseconds(250), debounce: Duration = .milliseconds(20)) {
             self.display = display
             self.usesSelections = usesSelections
+            self.usesFiles = usesFiles
             self.namespace = namespace
             self.slotCount = slotCount
             self.policy = policy

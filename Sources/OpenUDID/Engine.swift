@@ -88,8 +88,15 @@ final class Engine: @unchecked Sendable {
     func gather(now: Date) -> Gathered {
         var gathered = Gathered()
         gatherSelections(into: &gathered, now: now)
-        gatherFileSlots(into: &gathered, now: now)
-        gatherLocalCache(into: &gathered, now: now)
+        if configuration.usesFiles {
+            gatherFileSlots(into: &gathered, now: now)
+            gatherLocalCache(into: &gathered, now: now)
+        } else {
+            gathered.sources.append(SourceStatus("file-slots", .notUsed("files are turned off")))
+            gathered.sources.append(SourceStatus("local-cache", .notUsed("files are turned off")))
+            gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
+            gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
+        }
         gatherMirror(into: &gathered, now: now)
         return gathered
     }
@@ -241,12 +248,14 @@ final class Engine: @unchecked Sendable {
         let record = SlotRecord(id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
                                 written: Milliseconds.since1970(now), optOut: false)
         var repairs: [Repair] = []
-        repairs.append(repairFile("local cache", current: localCacheRead(gathered.local), record: record,
-                                  quarantine: { () throws(StoreUnavailable) in _ = try localCache.quarantine(now: now) },
-                                  write: { () throws(StoreUnavailable) in try localCache.write(record.id, born: record.born, at: now) }))
-        repairs.append(repairFile("file slot", current: gathered.ownFileSlot, record: record,
-                                  quarantine: { () throws(StoreUnavailable) in _ = try fileSlots.quarantine(app: app.id, now: now) },
-                                  write: { () throws(StoreUnavailable) in try fileSlots.write(record.encoded(), app: app.id) }))
+        if configuration.usesFiles {
+            repairs.append(repairFile("local cache", current: localCacheRead(gathered.local), record: record,
+                                      quarantine: { () throws(StoreUnavailable) in _ = try localCache.quarantine(now: now) },
+                                      write: { () throws(StoreUnavailable) in try localCache.write(record.id, born: record.born, at: now) }))
+            repairs.append(repairFile("file slot", current: gathered.ownFileSlot, record: record,
+                                      quarantine: { () throws(StoreUnavailable) in _ = try fileSlots.quarantine(app: app.id, now: now) },
+                                      write: { () throws(StoreUnavailable) in try fileSlots.write(record.encoded(), app: app.id) }))
+        }
         if let mirror, let read = gathered.mirrorRead {
             let mirrorRecord = SlotRecord(id: record.id, app: app.id, vendor: app.vendor, born: record.born,
                                           written: record.written, optOut: false)
@@ -260,6 +269,7 @@ final class Engine: @unchecked Sendable {
     }
 
     private func currentOptOut(_ gathered: Gathered) -> OptOut? {
+        guard configuration.usesFiles else { return nil }
         if case .optedOut = gathered.local { return .app }
         if userOptedOut { return .user }
         return nil

@@ -19,6 +19,7 @@ commands:
 
 options for every command:
   --display NAME          X display (default: $DISPLAY); --no-display to use none
+  --no-files              use no file slots and no local cache (experiments)
   --namespace NAME        a separate set of slots and files, for experiments
   --policy follow|keep    follow the consensus (default) or keep the app's own value
   --mirror automatic|secret-service|file|none
@@ -61,7 +62,7 @@ let arguments: Arguments
 do {
     arguments = try Arguments(Array(words.dropFirst()),
                               valued: ["app", "display", "namespace", "policy", "mirror", "vendor", "slots", "scope"],
-                              flags: ["json", "undo", "all", "help", "no-display"])
+                              flags: ["json", "undo", "all", "help", "no-display", "no-files"])
 } catch {
     fail("\(error.description); see openudid --help", status: Exit.usage)
 }
@@ -74,6 +75,7 @@ func configuration() -> OpenUDID.Configuration {
     var configuration = OpenUDID.Configuration()
     configuration.display = arguments[option: "display"]
     configuration.usesSelections = !arguments.has("no-display")
+    configuration.usesFiles = !arguments.has("no-files")
     configuration.namespace = arguments[option: "namespace"]
     if let policy = arguments[option: "policy"] {
         switch policy {
