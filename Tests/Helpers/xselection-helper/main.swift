@@ -53,7 +53,10 @@ case "own":
             if case .claimed = result {} else { say("not-claimed \(name) \(result)") }
         }
         say("ready \(owner.window)")
-        Task {
+        // Detached: top-level code runs on the main actor, which the sleep
+        // below holds for ever, so an inheriting task would never run and the
+        // helper would outlive its server.
+        Task.detached {
             for await event in owner.events {
                 switch event {
                 case .lost(let name, _): say("lost \(name)")
