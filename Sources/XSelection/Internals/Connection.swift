@@ -21,6 +21,8 @@ final class Connection {
     private var atomsByName: [String: UInt] = [:]
     private var namesByAtom: [UInt: String] = [:]
     private var closed = false
+    /// Whether the server was already gone when the connection was closed.
+    private var lostBeforeClose = false
 
     /// Opens `name`, or `$DISPLAY` when `name` is nil.
     init(name: String?) throws(XSelectionError) {
@@ -53,6 +55,7 @@ final class Connection {
     func close() {
         guard !closed else { return }
         closed = true
+        lostBeforeClose = ErrorTrap.isLost(display)
         XCloseDisplay(display)
         ErrorTrap.unregister(display, registration)
     }
@@ -62,7 +65,9 @@ final class Connection {
 
     /// Throws `connectionLost` when the server is gone.
     func checkAlive() throws(XSelectionError) {
-        if closed { throw .closed(name) }
+        // An owner or watcher closes its connection itself when the server is
+        // lost; a call that reaches it afterwards must still say so.
+        if closed { throw lostBeforeClose ? .connectionLost(name) : .closed(name) }
         if ErrorTrap.isLost(display) { throw .connectionLost(name) }
     }
 
