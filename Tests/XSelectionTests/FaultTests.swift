@@ -111,9 +111,11 @@ import TestSupport
         let reader = try SelectionReader(display: server.display)
         #expect(try reader.read("_T_FAULT_VANISH", target: "UTF8_STRING").value?.bytes == Array("small".utf8))
         let big = try reader.read("_T_FAULT_VANISH", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
-        #expect(big.value?.incremental == true)
-        #expect(big.value?.bytes == bytes)
         let statistics = owner.statistics
+        let value = try #require(big.value, "\(big), owner: \(statistics)")
+        #expect(value.incremental)
+        let intact = value.bytes == bytes
+        #expect(intact, "\(value.bytes.count) bytes arrived, not the \(bytes.count) served")
         #expect(statistics.incrStarted == 2)
         #expect(statistics.incrCompleted == 1)
         #expect(statistics.incrDropped == 1)

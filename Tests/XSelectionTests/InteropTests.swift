@@ -33,6 +33,9 @@ import TestSupport
             return text[offset:offset + length]
         root.selection_handle(handle, selection=name, type="UTF8_STRING", format="UTF8_STRING")
         root.selection_own(selection=name)
+        # Tk buffers the claim until its event loop runs; a round trip makes
+        # sure the server has it before anyone is told to read.
+        root.winfo_pointerxy()
         print("ready", flush=True)
         root.mainloop()
         """
@@ -66,7 +69,8 @@ import TestSupport
         let text = "from Tk: ünïcode, ümlauts"
         let tk = try Tk.start(Self.ownScript, display: display, arguments: ["_T_TK_OWNED", text])
         let reader = try SelectionReader(display: display)
-        let value = try #require(try reader.read("_T_TK_OWNED", target: "UTF8_STRING", options: .init(deadline: .seconds(5))).value)
+        let outcome = try reader.read("_T_TK_OWNED", target: "UTF8_STRING", options: .init(deadline: .seconds(5)))
+        let value = try #require(outcome.value, "\(outcome)")
         #expect(["UTF8_STRING", "STRING"].contains(value.type))
         // STRING is ISO Latin-1 (ICCCM 2.7.1), which every character here has.
         let decoded = value.type == "STRING" ? String(bytes: value.bytes, encoding: .isoLatin1) : String(bytes: value.bytes, encoding: .utf8)

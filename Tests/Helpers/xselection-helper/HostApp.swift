@@ -31,9 +31,13 @@ func runHostWithErrorHandler(selection name: String) -> Never {
         try owner.claim(SelectionName(name), payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("host".utf8))])
 
         let requestor = XCreateSimpleWindow(display, root, 0, 0, 1, 1, 0, 0, 0)
-        XConvertSelection(display, XInternAtom(display, name, 0), XInternAtom(display, "UTF8_STRING", 0),
-                          XInternAtom(display, "_XSELECTION_HOST_PROBE", 0), requestor, UInt(CurrentTime))
+        let selection = XInternAtom(display, name, 0), target = XInternAtom(display, "UTF8_STRING", 0)
+        let property = XInternAtom(display, "_XSELECTION_HOST_PROBE", 0)
+        // Under a grab the owner's answer cannot be run before the window is gone.
+        XGrabServer(display)
+        XConvertSelection(display, selection, target, property, requestor, UInt(CurrentTime))
         XDestroyWindow(display, requestor)
+        XUngrabServer(display)
         XSync(display, 0)
         let deadline = Date().addingTimeInterval(5)
         while owner.statistics.peerErrors == 0 && Date() < deadline { usleep(5_000) }

@@ -178,8 +178,8 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
 
 /// A requestor that dies in the middle of an INCR transfer: it takes the first
 /// chunk, then deletes the property (which asks the owner for the next chunk)
-/// and destroys its window in the same breath, so the owner's next write hits
-/// a window that no longer exists.
+/// and destroys its window before the owner can act, so the owner's next
+/// write hits a window that no longer exists.
 ///
 /// Prints `incr` when the transfer starts, `first-chunk BYTES` and then
 /// `died` once the window is gone, or `not-incr`/`timeout` if it never got there.
@@ -226,9 +226,16 @@ func runDyingRequest(selection name: String, target: String) -> Never {
             var data: UnsafeMutablePointer<UInt8>?
             _ = XGetWindowProperty(display, window, property, 0, 1 << 20, 0, 0, &type, &format, &count, &after, &data)
             if let data { XFree(data) }
+            // The notice of the INCR property itself may still be queued; wait
+            // for one that finds a chunk there.
+            guard type != 0, type != incr, count > 0 else { continue }
             say("first-chunk \(count)")
+            // Under a grab the server runs no other client's requests, so the
+            // owner's answer to the delete can only reach the destroyed window.
+            XGrabServer(display)
             XDeleteProperty(display, window, property)
             XDestroyWindow(display, window)
+            XUngrabServer(display)
             XSync(display, 0)
             say("died")
             exit(0)
