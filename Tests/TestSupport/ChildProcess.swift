@@ -34,7 +34,7 @@ public final class ChildProcess: @unchecked Sendable {
             self.errorData.append(data)
             self.condition.unlock()
         }
-        try process.run()
+        try process.runWithDefaultSignalMask()
     }
 
     private func receive(_ data: Data) {
@@ -116,12 +116,12 @@ public func runCommand(_ executable: URL, _ arguments: [String], environment: [S
     if let input {
         let inPipe = Pipe()
         process.standardInput = inPipe
-        try process.run()
+        try process.runWithDefaultSignalMask()
         inPipe.fileHandleForWriting.write(Data(input.utf8))
         try? inPipe.fileHandleForWriting.close()
     } else {
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try process.runWithDefaultSignalMask()
     }
     // Read both pipes concurrently so a chatty child cannot block on a full pipe.
     let group = DispatchGroup()
