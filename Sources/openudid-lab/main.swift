@@ -6,7 +6,7 @@ import Foundation
 import Synchronization
 
 let usage = """
-usage: openudid-lab [--out DIR] [--json] [--quick] [--readme FILE]
+usage: openudid-lab [--out DIR] [--json] [--quick] [--file-mirror] [--readme FILE]
 
 Runs every scenario against every mechanism on a private Xvfb, a private
 session bus with gnome-keyring (or the file store when none can start) and
@@ -16,6 +16,8 @@ identifier, for scripts) and DIR/lab.svg (the timeline).
   --out DIR      where to write (default: out/lab)
   --json         print the JSON instead of the table
   --quick        run only the scenarios the tests need
+  --file-mirror  keep the vendor mirror in the file store even where a
+                 keyring could start (what happens without a Secret Service)
   --readme FILE  also put the table and picture between the lines
                  <!-- lab:begin --> and <!-- lab:end --> of FILE, if it has them
   --help         this text
@@ -34,8 +36,15 @@ let cleanupRoot = Mutex<String?>(nil)
 
 /// Takes every child down and removes the private tree: the lab leaves nothing behind.
 func cleanUpAfterInterruption() {
-    for pid in liveChildren.withLock({ $0 }) { kill(pid, SIGKILL) }
-    if let root = cleanupRoot.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: root) }
+    killEveryChild()
+    guard let root = cleanupRoot.withLock({ $0 }) else { return }
+    // A child dies a moment after SIGKILL, and the run's own thread may still be
+    // writing: try again until the tree is gone.
+    for _ in 0..<20 {
+        try? FileManager.default.removeItem(atPath: root)
+        if !FileManager.default.fileExists(atPath: root) { return }
+        usleep(50_000)
+    }
 }
 
 // MARK: Arguments
@@ -43,6 +52,7 @@ func cleanUpAfterInterruption() {
 var outDirectory = "out/lab"
 var printsJSON = false
 var quick = false
+var fileMirror = false
 var readme: String?
 var words = Array(CommandLine.arguments.dropFirst())
 while !words.isEmpty {
@@ -50,6 +60,7 @@ while !words.isEmpty {
     switch word {
     case "--json": printsJSON = true
     case "--quick": quick = true
+    case "--file-mirror": fileMirror = true
     case "--help", "-h":
         print(usage)
         exit(0)
@@ -81,7 +92,7 @@ for number in [SIGINT, SIGTERM] {
 
 // MARK: The run
 
-func runLab(quick: Bool) throws(LabError) -> LabReport {
+func runLab(quick: Bool, fileMirror: Bool) throws(LabError) -> LabReport {
     let tool = try Tools.openudid()
     let root = try PrivateRoot()
     cleanupRoot.withLock { $0 = root.path }
@@ -90,11 +101,15 @@ func runLab(quick: Bool) throws(LabError) -> LabReport {
     defer { xServer.stop() }
     var notes: [String] = []
     var keyring: PrivateKeyring?
-    do {
-        keyring = try PrivateKeyring(directory: try root.directory("keyring"))
-    } catch {
-        notes.append("(The private keyring did not start: \(error.description))")
-        say("no Secret Service (\(error.description)); the vendor mirror uses the file store")
+    if fileMirror {
+        notes.append("The lab was asked to keep the vendor mirror in files (`--file-mirror`).")
+    } else {
+        do {
+            keyring = try PrivateKeyring(directory: try root.directory("keyring"))
+        } catch {
+            notes.append("No private Secret Service could start (\(error.description)), so the vendor mirror used the file store.")
+            say("no Secret Service (\(error.description)); the vendor mirror uses the file store")
+        }
     }
     defer { keyring?.stop() }
     let runner = Runner(equipment: Equipment(root: root, xServer: xServer, keyring: keyring, tool: tool))
@@ -114,8 +129,11 @@ func runLab(quick: Bool) throws(LabError) -> LabReport {
 let began = Date()
 let report: LabReport
 do {
-    report = try runLab(quick: quick)
+    report = try runLab(quick: quick, fileMirror: fileMirror)
 } catch {
+    // Interrupted: the signal handler has killed the children, which is why the run
+    // failed; it removes the tree and exits, and this thread must not race it.
+    if liveChildren.withLock({ $0.stopping }) { while true { pause() } }
     cleanUpAfterInterruption()
     say(error.description)
     exit(1)

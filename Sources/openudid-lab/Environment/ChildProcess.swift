@@ -1,15 +1,32 @@
 import Foundation
 import Synchronization
 
-/// The process ids of every child the lab has started and not yet reaped, so an
-/// interrupted run can take them all down with it instead of leaving an X server
-/// or a keyring daemon behind.
-let liveChildren = Mutex<Set<Int32>>([])
+/// The children the lab has started and not yet reaped, so that an interrupted
+/// run can take them all down with it instead of leaving an X server or a keyring
+/// daemon behind.
+struct ChildRegistry {
+    var pids: Set<Int32> = []
+    /// Set once the lab is going down: no child may start after that.
+    var stopping = false
+}
+
+/// The registry; a child starts with it locked, so none can slip past a stop.
+let liveChildren = Mutex(ChildRegistry())
+
+/// Forbids new children and kills every live one with SIGKILL.
+func killEveryChild() {
+    let pids = liveChildren.withLock { registry in
+        registry.stopping = true
+        return registry.pids
+    }
+    for pid in pids { kill(pid, SIGKILL) }
+}
 
 /// A process the lab started, with its standard output collected line by line.
 final class ChildProcess: @unchecked Sendable {
-    // `lines`, `lastLineAt`, `closed` and `errorText` are guarded by `condition`;
-    // `process` is configured before `run()` and only queried afterwards.
+    // `lines`, `buffer`, `closed`, `lastLine`, `lastLineAt`, `errorText` and
+    // `errorClosed` are guarded by `condition`. `process` and `launched` are set
+    // up in `init` and only queried afterwards.
     private let condition = NSCondition()
     private var lines: [String] = []
     private var buffer = Data()
@@ -17,7 +34,7 @@ final class ChildProcess: @unchecked Sendable {
     private var errorText = Data()
     private var errorClosed = false
     private var lastLine: String?
-    private(set) var lastLineAt = Date.distantPast
+    private var lastLineAt = Date.distantPast
     private let process = Process()
     private var launched = false
     let name: String
@@ -29,14 +46,25 @@ final class ChildProcess: @unchecked Sendable {
         process.arguments = arguments
         process.environment = environment
         let out = Pipe(), err = Pipe(), inPipe = Pipe()
+        // Only this child may hold these pipes: a child that another thread starts at
+        // the same moment would otherwise inherit them, and with them the power to
+        // keep this child's output open after it has exited.
+        for handle in [out.fileHandleForReading, out.fileHandleForWriting, err.fileHandleForReading,
+                       err.fileHandleForWriting, inPipe.fileHandleForReading, inPipe.fileHandleForWriting] {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        }
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
         out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.receive(handle.availableData)
+            let data = handle.availableData
+            // At the end of the output the handler would be called again and again.
+            if data.isEmpty { handle.readabilityHandler = nil }
+            self?.receive(data)
         }
         err.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
             guard let self else { return }
             self.condition.lock()
             defer { self.condition.broadcast(); self.condition.unlock() }
@@ -46,14 +74,19 @@ final class ChildProcess: @unchecked Sendable {
                 self.errorText.append(data.prefix(max(0, 16_384 - self.errorText.count)))
             }
         }
-        do {
-            try process.run()
-        } catch {
-            throw LabError("cannot start \(executable): \(error.localizedDescription)")
+        let process = self.process
+        let failure: LabError? = liveChildren.withLock { registry in
+            guard !registry.stopping else { return LabError("the lab is stopping; \(executable) was not started") }
+            do {
+                try process.run()
+            } catch {
+                return LabError("cannot start \(executable): \(error.localizedDescription)")
+            }
+            registry.pids.insert(process.processIdentifier)
+            return nil
         }
+        if let failure { throw failure }
         launched = true
-        let pid = process.processIdentifier
-        liveChildren.withLock { _ = $0.insert(pid) }
         if let input {
             inPipe.fileHandleForWriting.write(input)
             try? inPipe.fileHandleForWriting.close()
@@ -98,14 +131,22 @@ final class ChildProcess: @unchecked Sendable {
         condition.withLock { String(decoding: errorText, as: UTF8.self) }
     }
 
-    /// Waits up to `timeout` for the process to close its standard error, so that
-    /// a message it printed just before exiting is not lost.
-    func waitForStandardError(timeout: TimeInterval) {
+    /// Waits up to `timeout` for the ends of standard output and standard error, so
+    /// that what the process printed just before it exited is not lost.
+    func waitForEndOfOutput(timeout: TimeInterval) {
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()
         defer { condition.unlock() }
-        while !errorClosed {
+        while !(closed && errorClosed) {
             if !condition.wait(until: deadline) { break }
+        }
+    }
+
+    /// Every line of standard output not yet taken, with an unfinished last line.
+    func takeRemainingOutput() -> [String] {
+        condition.withLock {
+            defer { lines.removeAll() }
+            return buffer.isEmpty ? lines : lines + [String(decoding: buffer, as: UTF8.self)]
         }
     }
 
@@ -139,7 +180,7 @@ final class ChildProcess: @unchecked Sendable {
         }
         process.waitUntilExit()
         let pid = process.processIdentifier
-        liveChildren.withLock { _ = $0.remove(pid) }
+        liveChildren.withLock { _ = $0.pids.remove(pid) }
     }
 
     deinit { kill9() }
@@ -153,20 +194,20 @@ struct CommandOutput {
 }
 
 /// Runs `executable` to completion, or kills it after `timeout`.
+///
+/// The end of the command is its exit, not the end of its output, which a
+/// process it left behind could hold open.
 func runCommand(_ executable: String, _ arguments: [String], environment: [String: String],
                 timeout: TimeInterval = 20) throws(LabError) -> CommandOutput {
     let child = try ChildProcess(executable, arguments, environment: environment)
-    var output: [String] = []
     let deadline = Date().addingTimeInterval(timeout)
-    while let line = child.nextLine(timeout: max(0, deadline.timeIntervalSinceNow)) {
-        output.append(line)
-    }
     while child.isRunning && Date() < deadline { usleep(1_000) }
     if child.isRunning {
         child.kill9()
         throw LabError("\(child.name) \(arguments.joined(separator: " ")) did not finish within \(Int(timeout)) s")
     }
     child.kill9()
-    child.waitForStandardError(timeout: 1)
-    return CommandOutput(status: child.exitStatus, standardOutput: output.joined(separator: "\n"), standardError: child.standardError)
+    child.waitForEndOfOutput(timeout: 1)
+    return CommandOutput(status: child.exitStatus, standardOutput: child.takeRemainingOutput().joined(separator: "\n"),
+                         standardError: child.standardError)
 }

@@ -43,9 +43,13 @@ struct Home: Sendable {
     /// The HOME directory.
     let root: String
 
+    /// `XDG_DATA_HOME`, where the apps' data, the file slots and the file mirror live.
     var data: String { root + "/.local/share" }
+    /// `XDG_CONFIG_HOME`, where the user-wide opt-out lives.
     var config: String { root + "/.config" }
+    /// `XDG_CACHE_HOME`.
     var cache: String { root + "/.cache" }
+    /// `XDG_RUNTIME_DIR`: private, so no real session bus is ever found through it.
     var runtime: String { root + "/.run" }
 
     /// Creates the directories of a home at `root`.

@@ -30,7 +30,7 @@ final class XServer: @unchecked Sendable {
             ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24", "-noreset"]
         let child = try ChildProcess(executable, arguments, environment: ["PATH": "/usr/bin:/bin"])
         guard let line = child.nextLine(timeout: 10), let number = Int(line.trimmingCharacters(in: .whitespaces)) else {
-            child.waitForStandardError(timeout: 0.5)
+            child.waitForEndOfOutput(timeout: 0.5)
             let why = child.standardError.split(separator: "\n").suffix(3).joined(separator: "; ")
             child.kill9()
             let which = display.map { "display :\($0)" } ?? "a display"

@@ -7,14 +7,17 @@ import OpenUDID
 struct Preferences {
     let app: LabApp
     let site: Site
+    /// Keeps one column's preferences apart from another's in the same app directory.
     let namespace: String
 
     private var directory: String { site.machine.home.data + "/" + app.id }
-    var uuidFile: String { directory + "/" + namespace + ".uuid" }
-    var optOutFile: String { directory + "/" + namespace + ".opted-out" }
+    private var uuidFile: String { directory + "/" + namespace + ".uuid" }
+    private var optOutFile: String { directory + "/" + namespace + ".opted-out" }
 
+    /// Whether the app opted out.
     var optedOut: Bool { FileManager.default.fileExists(atPath: optOutFile) }
 
+    /// Records the app's choice.
     func setOptedOut(_ optedOut: Bool) throws(LabError) {
         if optedOut {
             try write("opted out\n", to: optOutFile)
@@ -34,6 +37,7 @@ struct Preferences {
         return value
     }
 
+    /// Deletes the app's preferences, as uninstalling it with its data does.
     func remove() {
         try? FileManager.default.removeItem(atPath: uuidFile)
         try? FileManager.default.removeItem(atPath: optOutFile)
@@ -53,8 +57,12 @@ struct Preferences {
 /// besides the app, so starting and stopping change nothing.
 final class LocalMechanism: Mechanism {
     let kind: MechanismKind
+    /// Where in the apps' data directories this column keeps its preferences.
     let namespace: String
 
+    /// - Parameters:
+    ///   - kind: `.freshUUID`, `.cachedUUID` or `.machineScoped`.
+    ///   - namespace: Keeps this column's preferences apart from the others'.
     init(_ kind: MechanismKind, namespace: String) {
         precondition([.freshUUID, .cachedUUID, .machineScoped].contains(kind), "\(kind) is not computed by the lab")
         self.kind = kind

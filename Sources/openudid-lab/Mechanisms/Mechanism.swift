@@ -53,8 +53,11 @@ enum MechanismKind: String, Sendable, CaseIterable {
 /// Where one app runs in one scenario: the machine whose files it uses and the
 /// X display and session bus it talks to.
 struct Site: Sendable {
+    /// The machine whose home and machine id the app uses.
     let machine: Machine
+    /// The X display that shows the app.
     let display: String
+    /// The session bus with the Secret Service, if there is one.
     let bus: String?
 
     /// The environment of the app's processes.

@@ -5,6 +5,7 @@ import Synchronization
 /// process, and what the app sees is the last identifier that process printed.
 final class ToolMechanism: Mechanism {
     let kind: MechanismKind
+    /// Keeps this column's selections and files apart from the other columns'.
     let namespace: String
     private let tool: String
     private let options: [String]
@@ -39,7 +40,7 @@ final class ToolMechanism: Mechanism {
     func start(_ app: LabApp, at site: Site) throws(LabError) {
         let child = try ChildProcess(tool, ["serve", "--app", app.id] + options, environment: site.environment)
         guard let line = child.nextLine(timeout: 15) else {
-            child.waitForStandardError(timeout: 0.5)
+            child.waitForEndOfOutput(timeout: 0.5)
             let why = child.standardError.trimmingCharacters(in: .whitespacesAndNewlines)
             child.kill9()
             throw LabError("openudid serve --app \(app.id) \(commandLine) printed no identifier within 15 s\(why.isEmpty ? "" : ": \(why)")")

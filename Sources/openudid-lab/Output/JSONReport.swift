@@ -7,6 +7,7 @@ import Foundation
 /// is the same as a grid, apps down and steps across, with `—` for an app
 /// that was not running.
 enum JSONReport {
+    /// The report as a JSON object.
     static func object(_ report: LabReport) -> [String: Any] {
         [
             "version": 1,
@@ -26,6 +27,7 @@ enum JSONReport {
         ]
     }
 
+    /// The report as JSON text with sorted keys, ending in a newline.
     static func data(_ report: LabReport) -> Data {
         let data = try? JSONSerialization.data(withJSONObject: object(report), options: [.prettyPrinted, .sortedKeys])
         return (data ?? Data("{}".utf8)) + Data("\n".utf8)

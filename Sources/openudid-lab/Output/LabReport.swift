@@ -16,6 +16,6 @@ struct LabReport: Sendable {
     var mirrorSentence: String {
         mirrorStore == "secret-service"
             ? "The vendor mirror lived in a private gnome-keyring (the freedesktop Secret Service) on a private session bus."
-            : "No Secret Service was available, so the vendor mirror lived in the file store (`--mirror file`)."
+            : "The vendor mirror lived in the file store (`--mirror file`), one plain file per vendor in the user's data directory."
     }
 }

@@ -17,6 +17,7 @@ enum SVGTimeline {
     private static let palette = ["#3b78c4", "#e8872a", "#3a9e5a", "#c0392b", "#8e5fb5", "#17a2b8",
                                   "#d4a017", "#e377c2", "#7f7f7f", "#2c3e50", "#a0522d", "#9acd32"]
 
+    /// The picture as SVG text.
     static func render(_ report: LabReport) -> String {
         let apps = LabApp.all
         // Where each step's column starts.
@@ -104,7 +105,8 @@ enum SVGTimeline {
             svg.rect(x, y, cellWidth, cellHeight, fill: idle)
             return
         }
-        let title = "\(cell.app.id): \(cell.outcome.rawValue) \(cell.identifier)"
+        // The rank, not the identifier, so that the picture changes only when the story does.
+        let title = "\(cell.app.name): \(cell.outcome.rawValue)" + (cell.colour.map { ", identifier no. \($0 + 1)" } ?? "")
         switch cell.outcome {
         case .zero:
             svg.rect(x, y, cellWidth, cellHeight, fill: "#111111", title: title)
@@ -153,6 +155,7 @@ enum SVGTimeline {
         value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
     }
 
+    /// `text` made safe for SVG text and attribute values.
     static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")

@@ -12,9 +12,13 @@ enum Outcome: String, Sendable {
 
 /// One app's look at one step, judged.
 struct Cell: Sendable {
+    /// The app that looked.
     let app: LabApp
+    /// What it saw.
     let identifier: String
+    /// Where it ran.
     let place: Place
+    /// How that compares with before.
     let outcome: Outcome
     /// Whether the app had another identifier the last time it looked (not counting zeros).
     let changed: Bool
@@ -26,6 +30,7 @@ struct Cell: Sendable {
 
 /// One step, judged column by column.
 struct StepResult: Sendable {
+    /// The step.
     let step: Step
     /// For each column, the apps that looked, in table order.
     let cells: [MechanismKind: [Cell]]
@@ -33,7 +38,9 @@ struct StepResult: Sendable {
 
 /// One scenario, judged.
 struct ScenarioResult: Sendable {
+    /// The scenario.
     let scenario: Scenario
+    /// Its steps, in order.
     let steps: [StepResult]
 }
 
@@ -91,6 +98,7 @@ struct Summary: Sendable {
     /// How many different identifiers the apps that did not opt out saw, when two or more looked.
     let distinct: Int?
 
+    /// Summarises one column's cells of one step; nil when no app looked.
     init?(_ cells: [Cell]) {
         guard let first = cells.first else { return nil }
         var counts: [Outcome: Int] = [:]

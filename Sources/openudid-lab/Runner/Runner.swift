@@ -3,6 +3,7 @@ import Synchronization
 
 /// What every running app saw at the end of one step, column by column.
 struct StepRecord: Sendable {
+    /// The step that was run.
     let step: Step
     /// For each column, the running apps in table order with what each saw and where it ran.
     let sightings: [MechanismKind: [Sighting]]
@@ -10,22 +11,31 @@ struct StepRecord: Sendable {
 
 /// What one app saw.
 struct Sighting: Sendable {
+    /// The app that looked.
     let app: LabApp
+    /// What it saw, exactly as the process printed or the app's code computed it.
     let identifier: String
+    /// Where the app was running.
     let place: Place
 }
 
 /// One scenario's steps as they were run.
 struct ScenarioRecord: Sendable {
+    /// The scenario that was run.
     let scenario: Scenario
+    /// Its steps, in order.
     let steps: [StepRecord]
 }
 
 /// The machinery a run shares across scenarios: the X server, the keyring, the tool.
 struct Equipment: Sendable {
+    /// The private tree that holds every machine's files.
     let root: PrivateRoot
+    /// This machine's X server, restarted by reboots.
     let xServer: XServer
+    /// The Secret Service, when one could start.
     let keyring: PrivateKeyring?
+    /// The path of the `openudid` tool.
     let tool: String
 
     /// The vendor-mirror column's `--mirror` choice.
@@ -43,6 +53,7 @@ final class Runner: @unchecked Sendable {
     /// What happened that the reader should know, such as a display number that changed.
     private(set) var notes: [String] = []
 
+    /// A runner that uses `equipment` for every scenario.
     init(equipment: Equipment) {
         self.equipment = equipment
     }
@@ -71,6 +82,8 @@ final class Runner: @unchecked Sendable {
             }
         }
         defer { for column in columns { column.shutDown() } }
+        // Each app started, removed or opted out costs one tool process per such column.
+        let toolColumns = columns.filter { $0 is ToolMechanism }.count
 
         // Where each installed app lives, and which of them run.
         var installed: [LabApp: Place] = [:]
@@ -96,7 +109,7 @@ final class Runner: @unchecked Sendable {
                     try everyColumn(columns, context) { column throws(LabError) in
                         for app in apps { try column.start(app, at: where_) }
                     }
-                    processCount += apps.count * 3
+                    processCount += apps.count * toolColumns
                     for app in apps {
                         installed[app] = place
                         running.insert(app)
@@ -116,7 +129,7 @@ final class Runner: @unchecked Sendable {
                             try column.remove(app, at: fixed[app]!)
                         }
                     }
-                    processCount += apps.count * 3
+                    processCount += apps.count * toolColumns
                     running.subtract(apps)
                     for app in apps { installed[app] = nil }
                 case .optOut(let app, let optedOut):
@@ -127,7 +140,7 @@ final class Runner: @unchecked Sendable {
                     try everyColumn(columns, context) { column throws(LabError) in
                         try column.setOptedOut(optedOut, app: app, at: where_)
                     }
-                    processCount += 3
+                    processCount += toolColumns
                 case .restartXServer:
                     guard running.isEmpty else { throw LabError("\(context): every app must quit before a reboot") }
                     if let note = try equipment.xServer.restart() { notes.append("\(context): \(note).") }
