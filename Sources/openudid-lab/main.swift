@@ -119,7 +119,7 @@ func runLab(quick: Bool, fileMirror: Bool) throws(LabError) -> LabReport {
     for scenario in scenarios {
         let began = Date()
         results.append(judge(try runner.run(scenario)))
-        say(String(format: "%@: %d steps in %.1f s", scenario.key, scenario.steps.count, Date().timeIntervalSince(began)))
+        say("\(scenario.key): \(scenario.steps.count) steps in " + String(format: "%.1f s", Date().timeIntervalSince(began)))
     }
     notes += runner.notes
     say("the columns ran \(runner.processCount) openudid processes")
@@ -157,6 +157,6 @@ if printsJSON {
     print(MarkdownTable.render(report), terminator: "")
 }
 let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
-say(String(format: "%d scenarios, %d steps, %d columns in %.1f s; wrote %@/lab.md, lab.json, lab.svg",
-           report.scenarios.count, steps, report.mechanisms.count, seconds, outDirectory))
+say("\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns in "
+    + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
 exit(0)
