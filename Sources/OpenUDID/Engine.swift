@@ -242,7 +242,8 @@ final class Engine: @unchecked Sendable {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
         }
         let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
-        let resolution = Resolution.resolve(candidates: gathered.candidates, local: local, policy: configuration.policy) {
+        let resolution = Resolution.resolve(candidates: gathered.candidates, local: local, policy: configuration.policy,
+                                            app: app.id) {
             (Identifier.random(), Milliseconds.since1970(now))
         }
         let record = SlotRecord(id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,

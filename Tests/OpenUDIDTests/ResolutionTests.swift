@@ -59,11 +59,12 @@ struct Scenario: Sendable, CustomTestStringConvertible {
     var replaced: Identifier? = nil
     var disagreement: Resolution.Disagreement? = nil
     var ignoredReasons: [Resolution.Ignored.Reason]? = nil
+    var app: String? = nil
 
     var testDescription: String { name }
 
     func run(_ candidates: [Candidate]? = nil) -> Resolution {
-        Resolution.resolve(candidates: candidates ?? self.candidates, local: local, policy: policy) { freshValue }
+        Resolution.resolve(candidates: candidates ?? self.candidates, local: local, policy: policy, app: app) { freshValue }
     }
 }
 
@@ -126,15 +127,37 @@ let scenarios: [Scenario] = [
     Scenario(name: "nobody votes but the app has a value: it is kept, not regenerated",
              candidates: [], local: record(idL, app: "com.me.app", born: year2019),
              identifier: idL, origin: .keptLocal, votes: [:], born: year2019),
-    Scenario(name: "a vendor's mirror is one vote however many stores hold it",
+    Scenario(name: "a vendor's mirror speaks once however many stores hold it",
              candidates: [mirror(idB, store: "secret-service", born: year2019), mirror(idB, store: "file", born: year2019),
                           selection(0, client: 1, idA, app: "com.a.one", born: year2021)],
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 1],
              ignoredReasons: [.sameVendor(counted: .vendorMirror(store: "file", vendor: "com.acme"))]),
-    Scenario(name: "mirrors of different vendors are different voters",
+    Scenario(name: "without a reading app, each vendor's mirror speaks for the app that wrote it",
              candidates: [mirror(idB, vendor: "com.acme"), mirror(idB, vendor: "org.other"),
                           selection(0, client: 1, idA, app: "com.a.one", born: year2018)],
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 2]),
+    Scenario(name: "the mirror speaks for the app that reads it, not as a voter of its own",
+             candidates: [localCache(idA, app: "com.acme.photos"), mirror(idA),
+                          selection(0, client: 1, idB, app: "org.b.one"), selection(1, client: 2, idB, app: "org.b.two")],
+             local: record(idA, app: "com.acme.photos"),
+             identifier: idB, origin: .consensus, votes: [idA: 1, idB: 2], replaced: idA,
+             disagreement: .init(local: idA, consensus: idB),
+             ignoredReasons: [.sameApp(counted: .localCache)], app: "com.acme.photos"),
+    Scenario(name: "an older identifier in the mirror replaces the app's younger one",
+             candidates: [localCache(idL, app: "com.acme.photos", born: year2021), mirror(idB, born: year2019),
+                          selection(0, client: 1, idA, app: "org.b.one", born: year2020)],
+             local: record(idL, app: "com.acme.photos", born: year2021),
+             identifier: idB, origin: .consensus, votes: [idA: 1, idB: 1], born: year2019, replaced: idL,
+             disagreement: .init(local: idL, consensus: idB),
+             ignoredReasons: [.sameApp(counted: .vendorMirror(store: "file", vendor: "com.acme"))], app: "com.acme.photos"),
+    Scenario(name: "a younger mirror does not override the app's own value",
+             candidates: [localCache(idA, app: "com.acme.photos", born: year2019), mirror(idB, born: year2021)],
+             local: record(idA, app: "com.acme.photos", born: year2019),
+             identifier: idA, origin: .consensus, votes: [idA: 1], born: year2019,
+             ignoredReasons: [.sameApp(counted: .localCache)], app: "com.acme.photos"),
+    Scenario(name: "with nothing of its own, the app votes the mirror's identifier",
+             candidates: [mirror(idB, born: year2019)],
+             identifier: idB, origin: .consensus, votes: [idB: 1], born: year2019, app: "com.acme.photos"),
     Scenario(name: "an app's live selection speaks for it over a newer file slot",
              candidates: [selection(0, client: 1, idA, app: "com.a.one", written: year2019),
                           fileSlot(idB, app: "com.a.one", born: year2018, written: year2021)],

@@ -18,7 +18,14 @@ public enum ResolutionPolicy: Sendable, Hashable {
 ///    cache: its live selection if it has one (the latest `written` among
 ///    several, then the lowest slot), otherwise its latest-written record,
 ///    the local cache winning a tie.
-/// 3. Each vendor's mirror is one more ballot, however many stores hold it.
+/// 3. The vendor mirror is not a ballot of its own: only the app that reads
+///    it sees it, and a vote that some apps count and others cannot see would
+///    split apps of different vendors for good. It speaks through the app
+///    that reads it instead: that app votes the mirror's identifier when it has
+///    no record of its own, or when the mirror's identifier was born earlier
+///    than its own (an older identifier kept in the durable store beats one
+///    the app came to hold later, for example while the store was locked).
+///    The app then publishes what it resolved, so the others see that ballot.
 /// 4. A ballot that is opted out does not vote.
 /// 5. The identifier with the most votes wins; a tie goes to the one born
 ///    first (an identifier's birth is the earliest `born` among its ballots),
@@ -122,6 +129,8 @@ public struct Resolution: Sendable, Hashable {
     ///     the consensus. An opted-out record counts as no value: whether the
     ///     app itself opted out is decided before resolving.
     ///   - policy: What to do when `local` and the consensus differ.
+    ///   - app: The app that resolves, for whom the vendor mirror speaks; nil
+    ///     means the app of `local`, or else the app named in the mirror's record.
     ///   - fresh: Makes a new identifier and its birth time; called only when
     ///     nobody votes and there is no local value.
     /// - Returns: The identifier to use, with the full account of the vote.
@@ -129,9 +138,10 @@ public struct Resolution: Sendable, Hashable {
         candidates: [Candidate],
         local: SlotRecord?,
         policy: ResolutionPolicy = .followConsensus,
+        app: String? = nil,
         fresh: () -> (identifier: Identifier, born: Int64)
     ) -> Resolution {
-        let ballots = Ballots(candidates)
+        let ballots = Ballots(candidates, app: app ?? local?.app)
         let tally = ballots.tally()
         let local = local.flatMap { $0.optOut ? nil : $0 }
 
@@ -184,7 +194,7 @@ private struct Ballots {
         var record: SlotRecord { candidate.record }
     }
 
-    init(_ candidates: [Candidate]) {
+    init(_ candidates: [Candidate], app: String?) {
         let entries = candidates.map { ($0, $0.sortKey()) }
             .sorted { $0.1.lexicographicallyPrecedes($1.1) }
             .enumerated().map { Entry(candidate: $0.element.0, rank: $0.offset) }
@@ -218,7 +228,7 @@ private struct Ballots {
         }
 
         // Step 2: one ballot per app; a live selection speaks for its app.
-        var representatives: [Entry] = []
+        var representatives: [String: Entry] = [:]
         for group in byApp.values {
             let kept = Self.best(group) { a, b in
                 let aLive = Self.slot(a) != nil
@@ -230,21 +240,37 @@ private struct Ballots {
             for entry in group where entry.rank != kept.rank {
                 ignored.append((entry, .sameApp(counted: kept.candidate.source)))
             }
-            representatives.append(kept)
+            representatives[kept.record.app] = kept
         }
 
-        // Step 3: one ballot per vendor mirror, however many stores hold it.
-        for group in mirrorsByVendor.values {
-            let kept = Self.best(group) { $0.record.written > $1.record.written }
-            for entry in group where entry.rank != kept.rank {
-                ignored.append((entry, .sameVendor(counted: kept.candidate.source)))
+        // Step 3: the mirror speaks through the app that reads it.
+        // In canonical order, so that several mirrors speaking for one reader
+        // (never the case for an app, which reads its own vendor's) settle alike.
+        let mirrors = mirrorsByVendor.values.map { group in
+            let mirror = Self.best(group) { $0.record.written > $1.record.written }
+            for entry in group where entry.rank != mirror.rank {
+                ignored.append((entry, .sameVendor(counted: mirror.candidate.source)))
             }
-            representatives.append(kept)
+            return mirror
+        }.sorted { $0.rank < $1.rank }
+        for mirror in mirrors {
+            let reader = app ?? mirror.record.app
+            guard let own = representatives[reader] else {
+                representatives[reader] = mirror
+                continue
+            }
+            let older = !mirror.record.optOut && !own.record.optOut && mirror.record.born < own.record.born
+            if older {
+                ignored.append((own, .sameApp(counted: mirror.candidate.source)))
+                representatives[reader] = mirror
+            } else {
+                ignored.append((mirror, .sameApp(counted: own.candidate.source)))
+            }
         }
 
         // Step 4: an opted-out ballot abstains.
         var voting: [Entry] = []
-        for entry in representatives {
+        for entry in representatives.values {
             if entry.record.optOut {
                 ignored.append((entry, .optedOut))
             } else {
