@@ -170,7 +170,7 @@ public final class TextWindow: Sendable {
         self.window = XWindow(info.window)
     }
 
-    deinit { close() }
+    deinit { thread.post { core in core.stopRequested = true } }
 
     /// Replaces the text and redraws, unless it is what the window already shows.
     public func setLines(_ lines: [Line]) {
@@ -186,8 +186,16 @@ public final class TextWindow: Sendable {
     public var isOpen: Bool { !thread.isStopped }
 
     /// Destroys the window and closes its connection; `events` then ends.
+    ///
+    /// Returns once the window's thread is done with libX11 (or after two
+    /// seconds), so a program may exit right after it: exiting while that
+    /// thread still closes the connection can crash the process.
     public func close() {
         thread.post { core in core.stopRequested = true }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !thread.isStopped && ContinuousClock.now < deadline {
+            usleep(2_000)
+        }
     }
 }
 
