@@ -58,6 +58,10 @@ public struct ExampleApp: Sendable {
             exit(0)
         }
 
+        // First of all, so that a SIGTERM while the app starts still ends it cleanly.
+        let inbox = SignalInbox()
+        let signalSources = inbox.install()
+
         let udid: OpenUDID
         do {
             udid = try OpenUDID(app: id, configuration: options.configuration)
@@ -76,9 +80,10 @@ public struct ExampleApp: Sendable {
             Self.fail("\(command): \(error.description)", status: 1)
         }
 
-        let controller = Controller(udid: udid, participation: udid.participate(), window: window, page: page)
+        let controller = Controller(udid: udid, participation: udid.participate(), window: window, page: page, quit: inbox.quit)
+        inbox.whenToggled { controller.requestToggle() }
         let sources = controller.start()
-        withExtendedLifetime(sources) { controller.waitUntilQuit() }
+        withExtendedLifetime((signalSources, sources)) { inbox.quit.wait() }
         controller.shutDown()
         exit(0)
     }
@@ -93,6 +98,43 @@ public struct ExampleApp: Sendable {
     }
 }
 
+/// The signals the app answers: SIGINT and SIGTERM quit, SIGUSR1 toggles the opt-out.
+private final class SignalInbox: Sendable {
+    /// Signalled once when the app should quit.
+    let quit = DispatchSemaphore(value: 0)
+    private let onToggle = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Sets what SIGUSR1 does; until then it does nothing.
+    func whenToggled(_ action: @escaping @Sendable () -> Void) {
+        onToggle.withLock { $0 = action }
+    }
+
+    /// Takes the signals as events; the caller keeps the returned sources alive.
+    func install() -> [any DispatchSourceProtocol] {
+        // A parent may have started us with these signals blocked (a mask
+        // inherited through exec); unblock them, and take them as events.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for number in [SIGINT, SIGTERM, SIGUSR1] {
+            signal(number, SIG_IGN)
+            sigaddset(&handled, number)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
+        return [SIGINT, SIGTERM, SIGUSR1].map { number -> any DispatchSourceProtocol in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                if number == SIGUSR1 {
+                    onToggle.withLock { $0 }?()
+                } else {
+                    quit.signal()
+                }
+            }
+            source.resume()
+            return source
+        }
+    }
+}
+
 /// Ties the participation, the window and the signals together.
 ///
 /// Everything that changes the app's state (toggling the opt-out, rendering)
@@ -103,11 +145,12 @@ private final class Controller: Sendable {
     private let window: TextWindow
     private let page: StatusPage
     private let queue = DispatchQueue(label: "ExampleKit.Controller")
-    private let quit = DispatchSemaphore(value: 0)
+    private let quit: DispatchSemaphore
     /// Whether this app is opted out, as the user last chose.
     private let optedOut: Mutex<Bool>
 
-    init(udid: OpenUDID, participation: Participation, window: TextWindow, page: StatusPage) {
+    init(udid: OpenUDID, participation: Participation, window: TextWindow, page: StatusPage, quit: DispatchSemaphore) {
+        self.quit = quit
         self.udid = udid
         self.participation = participation
         self.window = window
@@ -115,34 +158,15 @@ private final class Controller: Sendable {
         self.optedOut = Mutex(participation.report.optOut == .app)
     }
 
-    /// Starts following changes, events, signals and the clock; the caller
+    /// Starts following changes, window events and the clock; the caller
     /// keeps the returned sources alive while the app runs.
     func start() -> [any DispatchSourceProtocol] {
-        // A parent may have started us with these signals blocked (a mask
-        // inherited through exec); unblock them, and take them as events.
-        var handled = sigset_t()
-        sigemptyset(&handled)
-        for number in [SIGINT, SIGTERM, SIGUSR1] {
-            signal(number, SIG_IGN)
-            sigaddset(&handled, number)
-        }
-        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
-        var made: [any DispatchSourceProtocol] = []
-        for number in [SIGINT, SIGTERM, SIGUSR1] {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { [self] in
-                if number == SIGUSR1 { toggleOptOut() } else { quit.signal() }
-            }
-            source.resume()
-            made.append(source)
-        }
         // The report is cached, so reading it twice a second costs nothing; it
         // shows votes of apps that joined or left without changing the identifier.
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
         timer.setEventHandler { [self] in render() }
         timer.resume()
-        made.append(timer)
 
         let participation = participation
         // Detached: the main thread is about to block until the app quits.
@@ -163,9 +187,9 @@ private final class Controller: Sendable {
             for await event in window.events {
                 switch event {
                 case .key(let key) where key.name == "o" || key.name == "O":
-                    queue.async { self.toggleOptOut() }
+                    requestToggle()
                 case .click:
-                    queue.async { self.toggleOptOut() }
+                    requestToggle()
                 case .key(let key) where key.name == "q" || key.name == "Q" || key.name == "Escape":
                     quit.signal()
                 default:
@@ -176,10 +200,13 @@ private final class Controller: Sendable {
             quit.signal()
         }
         queue.async { self.render() }
-        return made
+        return [timer]
     }
 
-    func waitUntilQuit() { quit.wait() }
+    /// Toggles the opt-out, after whatever the app is doing now.
+    func requestToggle() {
+        queue.async { self.toggleOptOut() }
+    }
 
     func shutDown() {
         participation.stop()
