@@ -46,13 +46,20 @@ import TestSupport
         let shared: String
     }
 
-    /// Starts Xvfb and the three apps, and waits until they print one common identifier.
+    /// Starts Xvfb and the three apps, one after the other as a user opens them, side
+    /// by side so that a click lands where it is aimed, and waits until they print one
+    /// common identifier.
     private func startAll() throws -> Running {
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
         var apps: [App] = []
-        for app in Self.apps {
-            apps.append(try App(product: app.product, title: app.title, session: session))
+        for (index, app) in Self.apps.enumerated() {
+            let started = try App(product: app.product, title: app.title, session: session,
+                                  extra: ["--geometry", "250x200+\(index * 260)+0"])
+            guard eventually(timeout: 15, { started.current != nil }) else {
+                throw HarnessError("\(app.product) printed no identifier: \(started.child.standardError)")
+            }
+            apps.append(started)
         }
         let agreed = eventually(timeout: 20) {
             let values = apps.map(\.current)
