@@ -49,6 +49,12 @@ import TestSupport
     /// Starts Xvfb and the three apps, one after the other as a user opens them, side
     /// by side so that a click lands where it is aimed, and waits until they print one
     /// common identifier.
+    ///
+    /// One after the other on purpose: started at the same instant with mirrors, apps
+    /// of two vendors can each generate an identifier and then never converge, since
+    /// each vendor's mirror is a ballot that only that vendor's apps see, so the two
+    /// vendors count different ballots. That is a question for the voting rule, not
+    /// for these tests of the example apps.
     private func startAll() throws -> Running {
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
