@@ -104,6 +104,7 @@ public final class TextWindow: Sendable {
             self.text = text
         }
 
+        /// The keysym name.
         public var description: String { name }
     }
 
