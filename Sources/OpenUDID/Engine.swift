@@ -291,8 +291,9 @@ final class Engine: @unchecked Sendable {
                             write: () throws(StoreUnavailable) -> Void) -> Repair {
         switch current {
         case .found(let bytes):
-            if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.born == record.born,
-               held.optOut == record.optOut, held.app == record.app, held.vendor == record.vendor {
+            // An opted-out record carries no identifier, so its times do not matter.
+            if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.optOut == record.optOut,
+               held.born == record.born || record.optOut, held.app == record.app, held.vendor == record.vendor {
                 return Repair(place, .unchanged)
             }
         case .absent:

@@ -1,1 +1,162 @@
-print("openudid-lab: not yet")
+// openudid-lab: the experiment. Every mechanism by which an app can come by an
+// identifier lives through the same scenarios, with real processes on a private
+// X server, a private keyring and private homes; every cell of the result is what
+// a process reported.
+import Foundation
+import Synchronization
+
+let usage = """
+usage: openudid-lab [--out DIR] [--json] [--quick] [--file-mirror] [--readme FILE]
+
+Runs every scenario against every mechanism on a private Xvfb, a private
+session bus with gnome-keyring (or the file store when none can start) and
+private homes, and writes DIR/lab.md (the table), DIR/lab.json (every
+identifier, for scripts) and DIR/lab.svg (the timeline).
+
+  --out DIR      where to write (default: out/lab)
+  --json         print the JSON instead of the table
+  --quick        run only the scenarios the tests need
+  --file-mirror  keep the vendor mirror in the file store even where a
+                 keyring could start (what happens without a Secret Service)
+  --readme FILE  also put the table and picture between the lines
+                 <!-- lab:begin --> and <!-- lab:end --> of FILE, if it has them
+  --help         this text
+
+It needs the openudid tool built beside it (swift build), Xvfb, and for the
+Secret Service dbus-daemon and gnome-keyring-daemon (scripts/bootstrap).
+Exit status: 0 success, 1 the lab failed (the message says why), 2 bad usage.
+"""
+
+func say(_ text: String) {
+    FileHandle.standardError.write(Data("openudid-lab: \(text)\n".utf8))
+}
+
+/// The private tree to remove if the run is interrupted.
+let cleanupRoot = Mutex<String?>(nil)
+
+/// Takes every child down and removes the private tree: the lab leaves nothing behind.
+func cleanUpAfterInterruption() {
+    killEveryChild()
+    guard let root = cleanupRoot.withLock({ $0 }) else { return }
+    // A child dies a moment after SIGKILL, and the run's own thread may still be
+    // writing: try again until the tree is gone.
+    for _ in 0..<20 {
+        try? FileManager.default.removeItem(atPath: root)
+        if !FileManager.default.fileExists(atPath: root) { return }
+        usleep(50_000)
+    }
+}
+
+// MARK: Arguments
+
+var outDirectory = "out/lab"
+var printsJSON = false
+var quick = false
+var fileMirror = false
+var readme: String?
+var words = Array(CommandLine.arguments.dropFirst())
+while !words.isEmpty {
+    let word = words.removeFirst()
+    switch word {
+    case "--json": printsJSON = true
+    case "--quick": quick = true
+    case "--file-mirror": fileMirror = true
+    case "--help", "-h":
+        print(usage)
+        exit(0)
+    case "--out", "--readme":
+        guard let value = words.first, !value.hasPrefix("--") else {
+            say("\(word) needs a value; see openudid-lab --help")
+            exit(2)
+        }
+        words.removeFirst()
+        if word == "--out" { outDirectory = value } else { readme = value }
+    default:
+        say("unknown argument \"\(word)\"; see openudid-lab --help")
+        exit(2)
+    }
+}
+
+var signalSources: [DispatchSourceSignal] = []
+for number in [SIGINT, SIGTERM] {
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler {
+        cleanUpAfterInterruption()
+        say("interrupted; stopped every process the lab had started")
+        exit(130)
+    }
+    source.resume()
+    signalSources.append(source)
+}
+
+// MARK: The run
+
+func runLab(quick: Bool, fileMirror: Bool) throws(LabError) -> LabReport {
+    let tool = try Tools.openudid()
+    let root = try PrivateRoot()
+    cleanupRoot.withLock { $0 = root.path }
+    defer { root.remove() }
+    let xServer = try XServer()
+    defer { xServer.stop() }
+    var notes: [String] = []
+    var keyring: PrivateKeyring?
+    if fileMirror {
+        notes.append("The lab was asked to keep the vendor mirror in files (`--file-mirror`).")
+    } else {
+        do {
+            keyring = try PrivateKeyring(directory: try root.directory("keyring"))
+        } catch {
+            notes.append("No private Secret Service could start (\(error.description)), so the vendor mirror used the file store.")
+            say("no Secret Service (\(error.description)); the vendor mirror uses the file store")
+        }
+    }
+    defer { keyring?.stop() }
+    let runner = Runner(equipment: Equipment(root: root, xServer: xServer, keyring: keyring, tool: tool))
+    defer { runner.finish() }
+    let scenarios = Catalogue.scenarios.filter { !quick || $0.isQuick }
+    var results: [ScenarioResult] = []
+    for scenario in scenarios {
+        let began = Date()
+        results.append(judge(try runner.run(scenario)))
+        say("\(scenario.key): \(scenario.steps.count) steps in " + String(format: "%.1f s", Date().timeIntervalSince(began)))
+    }
+    notes += runner.notes
+    say("the columns ran \(runner.processCount) openudid processes")
+    return LabReport(scenarios: results, mirrorStore: keyring == nil ? "file" : "secret-service", notes: notes, quick: quick)
+}
+
+let began = Date()
+let report: LabReport
+do {
+    report = try runLab(quick: quick, fileMirror: fileMirror)
+} catch {
+    // Interrupted: the signal handler has killed the children, which is why the run
+    // failed; it removes the tree and exits, and this thread must not race it.
+    if liveChildren.withLock({ $0.stopping }) { while true { pause() } }
+    cleanUpAfterInterruption()
+    say(error.description)
+    exit(1)
+}
+let seconds = Date().timeIntervalSince(began)
+
+// MARK: Writing
+
+do {
+    try Output.write(report, to: outDirectory)
+    if let readme {
+        say(try Output.splice(report, into: readme, pictureDirectory: outDirectory))
+    }
+} catch {
+    say(error.description)
+    exit(1)
+}
+if printsJSON {
+    FileHandle.standardOutput.write(JSONReport.data(report))
+} else {
+    print(MarkdownTable.render(report), terminator: "")
+}
+let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
+say("\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns in "
+    + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
+exit(0)

@@ -32,6 +32,58 @@ exit status: 0 success; 1 the operation failed (the message says why);
 2 the command was used wrongly.
 """
 
+let commonHelp = """
+options:
+  --display NAME          X display (default: $DISPLAY)
+  --no-display            use no X display: files and the mirror only
+  --no-files              use no file slots and no local cache (experiments)
+  --namespace NAME        a separate set of slots and files, for experiments
+  --policy follow|keep    follow the consensus (default) or keep the app's own value
+  --mirror automatic|secret-service|file|none
+  --vendor NAME           the app's vendor (default: the id's first two parts)
+  --slots N               the number of selection slots (default: 100)
+"""
+
+let commandHelp: [String: String] = [
+    "get": """
+    usage: openudid get --app ID [--json] [--scope shared|app] [options]
+
+    Resolves once and prints the identifier: 40 hex digits (all zero when
+    opted out), or with --scope app a UUID derived for this app alone. With
+    --json, prints the identifier with its provenance: the vote, the sources
+    and whether each answered, rejected records, and what was written where
+    (docs/PROTOCOL.md, section 12).
+    """,
+    "serve": """
+    usage: openudid serve --app ID [options]
+
+    Participates until SIGINT or SIGTERM: serves the app's record in the lowest
+    free selection slot and resolves again whenever another slot changes.
+    Prints the identifier once the slot is served, then a line on every change.
+    """,
+    "slots": """
+    usage: openudid slots [--json] [options]
+
+    Lists every occupied selection slot and file slot: slot, app, vendor,
+    identifier, opted out, born. Records that fail validation are listed with
+    the reason.
+    """,
+    "remove-app": """
+    usage: openudid remove-app ID [--namespace NAME]
+
+    Deletes what uninstalling the app together with its data would: its file
+    slot and its local cache. Other apps and the vendor mirror are untouched.
+    Stop the app's process yourself.
+    """,
+    "opt-out": """
+    usage: openudid opt-out --app ID [--undo] [options]
+           openudid opt-out --all [--undo]
+
+    Opts one app out (it reports all zeros, publishes that it opted out and
+    does not vote), or with --all the user for every app. --undo reverses it.
+    """,
+]
+
 enum Exit {
     static let success: Int32 = 0
     static let failure: Int32 = 1
@@ -67,7 +119,11 @@ do {
     fail("\(error.description); see openudid --help", status: Exit.usage)
 }
 if arguments.has("help") {
-    printLine(usage)
+    if let help = commandHelp[command] {
+        printLine(help + "\n" + commonHelp)
+    } else {
+        printLine(usage)
+    }
     exit(Exit.success)
 }
 

@@ -34,7 +34,7 @@ public final class ChildProcess: @unchecked Sendable {
             self.errorData.append(data)
             self.condition.unlock()
         }
-        try process.run()
+        try process.runWithDefaultSignalMask()
     }
 
     private func receive(_ data: Data) {
@@ -116,32 +116,72 @@ public func runCommand(_ executable: URL, _ arguments: [String], environment: [S
     if let input {
         let inPipe = Pipe()
         process.standardInput = inPipe
-        try process.run()
+        try process.runWithDefaultSignalMask()
         inPipe.fileHandleForWriting.write(Data(input.utf8))
         try? inPipe.fileHandleForWriting.close()
     } else {
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try process.runWithDefaultSignalMask()
     }
-    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var outData = Data()
-    nonisolated(unsafe) var errData = Data()
-    group.enter()
-    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    group.enter()
-    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    // Read both pipes as data arrives, so a chatty child cannot block on a full pipe.
+    // Once the child has exited, its ends of file are awaited only briefly: a process
+    // that another test starts at the same moment (an Xvfb that lives as long as the
+    // test process) can inherit a copy of a pipe's write end, and the end of file
+    // would then come only when that process exits.
+    let output = CapturedOutput()
+    out.fileHandleForReading.readabilityHandler = { handle in
+        let data = handle.availableData
+        if data.isEmpty { handle.readabilityHandler = nil }
+        output.receive(data, standardError: false)
+    }
+    err.fileHandleForReading.readabilityHandler = { handle in
+        let data = handle.availableData
+        if data.isEmpty { handle.readabilityHandler = nil }
+        output.receive(data, standardError: true)
+    }
+    defer {
+        out.fileHandleForReading.readabilityHandler = nil
+        err.fileHandleForReading.readabilityHandler = nil
+    }
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(2_000) }
     if process.isRunning {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        group.wait()
         throw HarnessError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
     }
     process.waitUntilExit()
-    group.wait()
+    let (outData, errData) = output.waitForEnds(timeout: 2)
     return CommandResult(status: process.terminationStatus,
                          standardOutput: String(decoding: outData, as: UTF8.self),
                          standardError: String(decoding: errData, as: UTF8.self))
+}
+
+/// The output of a child, collected from reading handlers; every access holds `condition`.
+private final class CapturedOutput: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var out = Data(), err = Data()
+    private var outEnded = false, errEnded = false
+
+    func receive(_ data: Data, standardError: Bool) {
+        condition.lock()
+        defer { condition.broadcast(); condition.unlock() }
+        switch (standardError, data.isEmpty) {
+        case (false, true): outEnded = true
+        case (false, false): out.append(data)
+        case (true, true): errEnded = true
+        case (true, false): err.append(data)
+        }
+    }
+
+    /// Both outputs, once both have ended or `timeout` has passed.
+    func waitForEnds(timeout: TimeInterval) -> (Data, Data) {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !(outEnded && errEnded) {
+            if !condition.wait(until: deadline) { break }
+        }
+        return (out, err)
+    }
 }

@@ -2,12 +2,23 @@ import Foundation
 
 /// Starts `xselection-helper` on `display` with `arguments` and waits for its "ready" line.
 public func startSelectionHelper(display: String, _ arguments: [String], timeout: TimeInterval = 10) throws -> ChildProcess {
+    try startSelectionHelperReportingWindow(display: display, arguments, timeout: timeout).helper
+}
+
+/// Starts `xselection-helper` like `startSelectionHelper` and also returns the
+/// window it announced in its "ready 0x..." line (the window that owns its selections).
+public func startSelectionHelperReportingWindow(display: String, _ arguments: [String],
+                                                timeout: TimeInterval = 10) throws -> (helper: ChildProcess, window: UInt32) {
     let child = try ChildProcess(Tools.product("xselection-helper"), arguments,
                                  environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
     guard let line = child.nextLine(timeout: timeout), line.hasPrefix("ready") else {
         throw HarnessError("xselection-helper \(arguments.joined(separator: " ")) did not become ready: \(child.standardError)")
     }
-    return child
+    let word = line.split(separator: " ").dropFirst().first ?? ""
+    guard word.hasPrefix("0x"), let window = UInt32(word.dropFirst(2), radix: 16) else {
+        throw HarnessError("xselection-helper announced no window: \(line)")
+    }
+    return (child, window)
 }
 
 /// Runs `xselection-helper request ...` on `display` and returns its output lines.

@@ -17,9 +17,12 @@ final class Connection {
     /// The largest property write in one request, in bytes.
     let maxRequestBytes: Int
 
+    private let registration: UInt64
     private var atomsByName: [String: UInt] = [:]
     private var namesByAtom: [UInt: String] = [:]
     private var closed = false
+    /// Whether the server was already gone when the connection was closed.
+    private var lostBeforeClose = false
 
     /// Opens `name`, or `$DISPLAY` when `name` is nil.
     init(name: String?) throws(XSelectionError) {
@@ -28,14 +31,15 @@ final class Connection {
         // Install our handlers before opening, so a failure during the
         // connection set-up cannot reach libX11's exiting defaults.
         guard let display = XOpenDisplay(resolved) else { throw .cannotOpen(resolved) }
-        ErrorTrap.register(display)
+        let registration = ErrorTrap.register(display)
+        self.registration = registration
         self.display = display
         self.name = resolved
         self.fd = XConnectionNumber(display)
         self.root = XDefaultRootWindow(display)
         guard let xcb = XGetXCBConnection(display) else {
-            ErrorTrap.unregister(display)
             XCloseDisplay(display)
+            ErrorTrap.unregister(display, registration)
             throw .cannotOpen(resolved)
         }
         self.xcb = xcb
@@ -51,8 +55,9 @@ final class Connection {
     func close() {
         guard !closed else { return }
         closed = true
-        ErrorTrap.unregister(display)
+        lostBeforeClose = ErrorTrap.isLost(display)
         XCloseDisplay(display)
+        ErrorTrap.unregister(display, registration)
     }
 
     /// Whether the connection still works.
@@ -60,7 +65,9 @@ final class Connection {
 
     /// Throws `connectionLost` when the server is gone.
     func checkAlive() throws(XSelectionError) {
-        if closed { throw .closed(name) }
+        // An owner or watcher closes its connection itself when the server is
+        // lost; a call that reaches it afterwards must still say so.
+        if closed { throw lostBeforeClose ? .connectionLost(name) : .closed(name) }
         if ErrorTrap.isLost(display) { throw .connectionLost(name) }
     }
 

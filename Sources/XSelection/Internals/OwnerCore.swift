@@ -78,6 +78,11 @@ final class OwnerCore {
             expireTransfers()
             connection.flush()
             guard connection.isAlive else { continue }
+            // Writing can read too: while libxcb waits to send, it takes what
+            // the server sent into its own queue, which poll cannot see. An
+            // INCR requestor's delete read that way would wait for the
+            // transfer's time-out, so look again before sleeping.
+            if connection.pending() > 0 { continue }
             let wake = transfers.values.map(\.deadline).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
             if ready.extra { thread.runJobs(self) }

@@ -74,8 +74,13 @@ final class ReaderCore {
         while slots.contains(where: { !$0.isDone }) {
             try connection.checkAlive()
             var progressed = false
-            // Events already read from the socket.
-            while XEventsQueued(connection.display, QueuedAlready) > 0 {
+            // Events that have arrived. Not QueuedAlready: xcb_poll_for_reply
+            // below reads the socket too and keeps the events it finds in
+            // xcb's queue, where QueuedAlready never looks; the socket is then
+            // quiet and the pass would sleep to its deadline with an INCR
+            // chunk's notice unread. QueuedAfterReading takes them (and reads
+            // what else is there) without blocking or flushing.
+            while XEventsQueued(connection.display, QueuedAfterReading) > 0 {
                 let event = connection.nextEvent()
                 progressed = true
                 handle(event, slots: &slots, indexByAtom: indexByAtom, time: time, cap: cap)

@@ -175,3 +175,73 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
     say("timeout")
     exit(0)
 }
+
+/// A requestor that dies in the middle of an INCR transfer: it takes the first
+/// chunk, then deletes the property (which asks the owner for the next chunk)
+/// and destroys its window before the owner can act, so the owner's next
+/// write hits a window that no longer exists.
+///
+/// Prints `incr` when the transfer starts, `first-chunk BYTES` and then
+/// `died` once the window is gone, or `not-incr`/`timeout` if it never got there.
+func runDyingRequest(selection name: String, target: String) -> Never {
+    guard let display = XOpenDisplay(nil) else {
+        FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
+        exit(1)
+    }
+    let window = XCreateSimpleWindow(display, XDefaultRootWindow(display), 0, 0, 1, 1, 0, 0, 0)
+    XSelectInput(display, window, PropertyChangeMask)
+    let selection = XInternAtom(display, name, 0)
+    let targetAtom = XInternAtom(display, target, 0)
+    let incr = XInternAtom(display, "INCR", 0)
+    let property = XInternAtom(display, "_XSELECTION_HELPER_DYING", 0)
+
+    /// Reads and deletes the property; returns its type.
+    func take() -> UInt? {
+        var type: UInt = 0, format: Int32 = 0, count: UInt = 0, after: UInt = 0
+        var data: UnsafeMutablePointer<UInt8>?
+        guard XGetWindowProperty(display, window, property, 0, 1 << 20, 1, 0, &type, &format, &count, &after, &data) == Success else { return nil }
+        if let data { XFree(data) }
+        return type
+    }
+
+    XConvertSelection(display, selection, targetAtom, property, window, UInt(CurrentTime))
+    XFlush(display)
+    var event = XEvent()
+    var started = false
+    let deadline = Date().addingTimeInterval(5)
+    while Date() < deadline {
+        if !started, XCheckTypedWindowEvent(display, window, SelectionNotify, &event) != 0 {
+            // Reading with delete tells the owner to send the first chunk.
+            guard event.xselection.property != 0, take() == incr else {
+                say("not-incr")
+                exit(0)
+            }
+            say("incr")
+            started = true
+            continue
+        }
+        if started, XCheckTypedWindowEvent(display, window, PropertyNotify, &event) != 0 {
+            guard event.xproperty.atom == property, event.xproperty.state == PropertyNewValue else { continue }
+            var type: UInt = 0, format: Int32 = 0, count: UInt = 0, after: UInt = 0
+            var data: UnsafeMutablePointer<UInt8>?
+            _ = XGetWindowProperty(display, window, property, 0, 1 << 20, 0, 0, &type, &format, &count, &after, &data)
+            if let data { XFree(data) }
+            // The notice of the INCR property itself may still be queued; wait
+            // for one that finds a chunk there.
+            guard type != 0, type != incr, count > 0 else { continue }
+            say("first-chunk \(count)")
+            // Under a grab the server runs no other client's requests, so the
+            // owner's answer to the delete can only reach the destroyed window.
+            XGrabServer(display)
+            XDeleteProperty(display, window, property)
+            XDestroyWindow(display, window)
+            XUngrabServer(display)
+            XSync(display, 0)
+            say("died")
+            exit(0)
+        }
+        usleep(1_000)
+    }
+    say("timeout")
+    exit(0)
+}

@@ -4,6 +4,9 @@
 //                         (--text S | --size BYTES) [--incr-threshold BYTES] [--if-free]
 //   xselection-helper hostile --selection NAME --behavior B [--size BYTES]
 //   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
+//   xselection-helper request --selection NAME --targets T --die-after-first-chunk
+//   xselection-helper host-error-handler --selection NAME
+//   xselection-helper open [--display D]
 //
 // Prints "ready <window> <client>" once it serves, "lost <name>" when a selection
 // is taken from it, and runs until killed.
@@ -12,7 +15,7 @@ import XSelection
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let mode = arguments.first else {
-    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile ...\n".utf8))
+    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile|request|host-error-handler|open ...\n".utf8))
     exit(2)
 }
 
@@ -53,7 +56,10 @@ case "own":
             if case .claimed = result {} else { say("not-claimed \(name) \(result)") }
         }
         say("ready \(owner.window)")
-        Task {
+        // Detached: top-level code runs on the main actor, which the sleep
+        // below holds for ever, so an inheriting task would never run and the
+        // helper would outlive its server.
+        Task.detached {
             for await event in owner.events {
                 switch event {
                 case .lost(let name, _): say("lost \(name)")
@@ -69,9 +75,15 @@ case "own":
 case "hostile":
     runHostile(selection: option("--selection") ?? "_XSELECTION_HOSTILE", behavior: option("--behavior") ?? "silent",
                size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024)
+case "request" where arguments.contains("--die-after-first-chunk"):
+    runDyingRequest(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--targets") ?? "UTF8_STRING")
 case "request":
     runRequest(selection: option("--selection") ?? "_XSELECTION_TEST", targets: (option("--targets") ?? "UTF8_STRING").split(separator: ",").map(String.init),
                time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"))
+case "host-error-handler":
+    runHostWithErrorHandler(selection: option("--selection") ?? "_XSELECTION_HOST")
+case "open":
+    runOpen(display: option("--display"))
 default:
     FileHandle.standardError.write(Data("xselection-helper: unknown mode \(mode)\n".utf8))
     exit(2)

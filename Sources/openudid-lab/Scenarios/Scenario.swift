@@ -1,0 +1,80 @@
+/// Where an app runs: whose files it uses and which X server shows it.
+enum Place: String, Sendable {
+    /// This machine: its home, its X server.
+    case here
+    /// Another machine, with its own home and its own X server.
+    case apart
+    /// An app of the other machine shown on this machine's X server (as `ssh -X` does):
+    /// the other machine's home and machine id, this display.
+    case visiting
+}
+
+/// One thing that happens in a scenario.
+enum Action: Sendable {
+    /// The apps start, one after another, each once the one before it is up.
+    case start([LabApp], Place = .here)
+    /// The apps quit.
+    case stop([LabApp])
+    /// The apps are uninstalled with their data: the process stops, `openudid remove-app`
+    /// runs, the app's preferences go.
+    case remove([LabApp])
+    /// The app opts out (or, with `false`, back in). The app should not be running:
+    /// the tool's `serve` reads the choice when it starts.
+    case optOut(LabApp, Bool = true)
+    /// The X server is killed and a new one starts on the same display (a reboot).
+    /// Every app must have quit before.
+    case restartXServer
+    /// Everything on this machine is wiped, as a factory reset does: every app's data,
+    /// the secret store, the machine id; then it reboots. Every app must have quit before.
+    case resetDevice
+
+    /// Whether the action happens to the machine once rather than to each mechanism's apps.
+    var isMachineWide: Bool {
+        switch self {
+        case .restartXServer, .resetDevice: true
+        default: false
+        }
+    }
+
+    /// A few words for reports, such as `start notes, photos`.
+    var description: String {
+        func names(_ apps: [LabApp]) -> String { apps.map(\.name).joined(separator: ", ") }
+        switch self {
+        case .start(let apps, .here): return "start \(names(apps))"
+        case .start(let apps, .apart): return "start \(names(apps)) on another machine"
+        case .start(let apps, .visiting): return "start \(names(apps)) from the other machine on this display"
+        case .stop(let apps): return "quit \(names(apps))"
+        case .remove(let apps): return "remove \(names(apps))"
+        case .optOut(let app, true): return "opt \(app.name) out"
+        case .optOut(let app, false): return "opt \(app.name) back in"
+        case .restartXServer: return "restart the X server"
+        case .resetDevice: return "wipe the machine: app data, secret store, machine id; restart the X server"
+        }
+    }
+}
+
+/// A named moment of a scenario: what happens, after which every running app looks at its identifier.
+struct Step: Sendable {
+    /// A stable key for scripts, unique within its scenario, such as `reboot`.
+    let key: String
+    /// A word or two for the picture, such as `reboot`.
+    let label: String
+    /// What the table's row says.
+    let title: String
+    /// What happens, in order.
+    let actions: [Action]
+}
+
+/// A story told to every mechanism alike, each time on a fresh machine.
+struct Scenario: Sendable {
+    /// A stable key for scripts, such as `break`.
+    let key: String
+    /// The scenario's name in tables.
+    let title: String
+    /// What it shows, in a sentence.
+    let purpose: String
+    /// The steps, in order.
+    let steps: [Step]
+    /// Whether `--quick` runs it too.
+    let isQuick: Bool
+}

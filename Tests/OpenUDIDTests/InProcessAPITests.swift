@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import TestSupport
+import XSelection
+@testable import OpenUDID
+
+/// The library API used from inside a host process, as an app would.
+@Suite struct InProcessAPITests {
+    private func configuration(_ session: TestSession, mirror: MirrorChoice = .none) -> OpenUDID.Configuration {
+        OpenUDID.Configuration(display: session.display, namespace: session.namespace, mirror: mirror, environment: session.environment)
+    }
+
+    @Test func valueIsCachedUntilARefreshIsAskedFor() throws {
+        let session = try TestSession(display: nil)
+        let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
+        let first = udid.value()
+        #expect(first.count == 40)
+        // Another app's removal of everything is not seen without a refresh...
+        try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
+        #expect(udid.value() == first)
+        // ...and a refresh of a lone, removed app generates anew.
+        #expect(udid.value(refresh: true) != first)
+    }
+
+    @Test func aParticipationPublishesItsSlotAndReportsChanges() async throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
+        let participation = notes.participate()
+        defer { participation.stop() }
+        let first = await next(participation.changes)
+        let slot = try #require(participation.slot)
+        #expect(slot == 0)
+        #expect(first?.identifier.hex == notes.value())
+
+        // Another process sees it in slot 0.
+        let chess = try session.report("org.indie.chess", ["--mirror", "none"])
+        #expect(chess["id"] as? String == notes.value())
+
+        // Opting out is seen live: the change stream reports the zero identifier.
+        try notes.optOut()
+        participation.refresh()
+        let optedOut = await next(participation.changes)
+        #expect(optedOut?.identifier == .optedOut)
+        #expect(participation.report.optOut == .app)
+        try notes.optIn()
+        participation.refresh()
+        let back = await next(participation.changes)
+        #expect(back?.identifier.hex == chess["id"] as? String)
+    }
+
+    @Test func anAppWhoseSlotIsTakenMovesToTheNextFreeSlot() async throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
+        let participation = notes.participate()
+        defer { participation.stop() }
+        _ = await next(participation.changes)
+        #expect(participation.slot == 0)
+
+        // A stranger takes slot 0 by force.
+        let thief = try SelectionOwner(display: SharedDisplay.display)
+        try thief.claim(SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
+                        payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
+        #expect(eventually(timeout: 5) { participation.slot == 1 })
+        let survey = try Survey.take(configuration: configuration(session))
+        let moved = survey.entries.first { $0.kind == "selection" && $0.slot == 1 }
+        #expect((try? moved?.record.get())?.app == "com.acme.notes")
+        let squatted = survey.entries.first { $0.kind == "selection" && $0.slot == 0 }
+        #expect((try? squatted?.record.get()) == nil, "the stranger's bytes are no record")
+    }
+
+    @Test func invalidAppIdsAndNamespacesAreClearErrors() throws {
+        #expect(throws: OpenUDIDError.self) { try OpenUDID(app: "notes") }
+        do {
+            _ = try OpenUDID(app: "1acme.notes")
+            Issue.record("an app id starting with a digit was accepted")
+        } catch {
+            #expect(error.kind == .invalidApp)
+            #expect(error.message.contains("1acme"))
+        }
+        var bad = OpenUDID.Configuration()
+        bad.namespace = "../escape"
+        do {
+            _ = try OpenUDID(app: "com.acme.notes", configuration: bad)
+            Issue.record("a namespace with a slash was accepted")
+        } catch {
+            #expect(error.kind == .invalidNamespace)
+        }
+    }
+}

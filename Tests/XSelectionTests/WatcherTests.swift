@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import XSelection
+
+@Suite struct WatcherTests {
+    let display = SharedServer.display
+
+    private func text(_ string: String) -> SelectionPayload {
+        SelectionPayload(target: "UTF8_STRING", bytes: Array(string.utf8))
+    }
+
+    @Test func reportsEachNewOwnerWithTheClaimantsWindowAndClient() async throws {
+        let names: [SelectionName] = ["_T_WATCH_NEW_0", "_T_WATCH_NEW_1", "_T_WATCH_NEW_2"]
+        let watcher = try SelectionWatcher(display: display, selections: names)
+        #expect(watcher.initialOwners == [names[0]: nil, names[1]: nil, names[2]: nil])
+
+        // Another process claims the first two, in this order.
+        let (helper, window) = try startSelectionHelperReportingWindow(display: display, ["own", "--prefix", "_T_WATCH_NEW_", "--count", "2", "--text", "x"])
+        var holders: [SelectionHolder] = []
+        for name in names.prefix(2) {
+            let event = await next(watcher.events)
+            guard case .changed(let changed, .newOwner(let holder?), _)? = event else {
+                Issue.record("expected a new owner of \(name), got \(String(describing: event))")
+                return
+            }
+            #expect(changed == name)
+            #expect(holder.window == XWindow(window))
+            holders.append(holder)
+        }
+        // One client holds both, and it is the one the server names as owner, not ours.
+        let reader = try SelectionReader(display: display)
+        let owners = try reader.owners(of: names)
+        #expect(owners[names[0]] == holders[0])
+        #expect(owners[names[1]] == holders[1])
+        #expect(holders[0].client == holders[1].client)
+        let ours = try #require(try reader.owners(of: ["_T_WATCH_NEW_OURS"])["_T_WATCH_NEW_OURS"])
+        #expect(ours == nil)
+        let owner = try SelectionOwner(display: display)
+        try owner.claim("_T_WATCH_NEW_OURS", payloads: [text("ours")])
+        let oursNow = try #require(try reader.owners(of: ["_T_WATCH_NEW_OURS"])["_T_WATCH_NEW_OURS"] ?? nil)
+        #expect(oursNow.client != holders[0].client)
+
+        // The third selection was never claimed: nothing is reported for it.
+        #expect(await next(watcher.events, timeout: .milliseconds(300)) == nil)
+        _ = helper
+    }
+
+    @Test func reportsTheOwnersClientClosingWhenItIsKilled() async throws {
+        let names: [SelectionName] = ["_T_WATCH_KILLED_0", "_T_WATCH_KILLED_1"]
+        let (helper, window) = try startSelectionHelperReportingWindow(display: display, ["own", "--prefix", "_T_WATCH_KILLED_", "--count", "2", "--text", "doomed"])
+        let watcher = try SelectionWatcher(display: display, selections: names)
+        for name in names {
+            #expect(watcher.initialOwners[name]??.window == XWindow(window))
+        }
+
+        helper.signal(SIGKILL)
+        #expect(helper.wait() != nil)
+        var changes: [SelectionName: SelectionWatcher.Change] = [:]
+        for _ in names {
+            guard case .changed(let name, let change, _)? = await next(watcher.events) else { break }
+            changes[name] = change
+        }
+        #expect(changes == [names[0]: .ownerClientClosed, names[1]: .ownerClientClosed])
+
+        // The server dropped the selections with the client.
+        let reader = try SelectionReader(display: display)
+        let outcomes = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(5)))
+        #expect(outcomes == [names[0]: .noOwner, names[1]: .noOwner])
+    }
+
+    @Test func initialOwnersShowsASelectionOwnedBeforeWatchingBegan() throws {
+        let (helper, window) = try startSelectionHelperReportingWindow(display: display, ["own", "--prefix", "_T_WATCH_INITIAL", "--text", "early"])
+        let reader = try SelectionReader(display: display)
+        let holder = try #require(try reader.read("_T_WATCH_INITIAL", target: "UTF8_STRING").value?.owner)
+        #expect(holder.window == XWindow(window))
+
+        let watcher = try SelectionWatcher(display: display, selections: ["_T_WATCH_INITIAL", "_T_WATCH_INITIAL_FREE"])
+        #expect(watcher.initialOwners == ["_T_WATCH_INITIAL": holder, "_T_WATCH_INITIAL_FREE": nil])
+        _ = helper
+    }
+
+    @Test func aReleasedSelectionIsReportedAsHavingNoOwner() async throws {
+        let name: SelectionName = "_T_WATCH_RELEASED"
+        let watcher = try SelectionWatcher(display: display, selections: [name])
+        let owner = try SelectionOwner(display: display)
+        try owner.claim(name, payloads: [text("brief")])
+        guard case .changed(name, .newOwner(let holder?), let claimed)? = await next(watcher.events) else {
+            Issue.record("the claim was not reported")
+            return
+        }
+        #expect(holder.window == owner.window)
+
+        try owner.release(name)
+        let event = await next(watcher.events)
+        guard case .changed(name, .newOwner(nil), let released)? = event else {
+            Issue.record("expected no owner after the release, got \(String(describing: event))")
+            return
+        }
+        #expect(released.rawValue >= claimed.rawValue)
+        let reader = try SelectionReader(display: display)
+        #expect(try reader.read(name, target: "UTF8_STRING") == .noOwner)
+    }
+}
