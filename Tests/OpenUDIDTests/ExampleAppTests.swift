@@ -135,8 +135,7 @@ import TestSupport
         #expect(photos.current == running.shared)
     }
 
-    @Test(.enabled(if: (try? Tools.find("xdotool")) != nil))
-    func theKeysToggleTheOptOutAndQuit() throws {
+    @Test func theKeysToggleTheOptOutAndQuit() throws {
         let running = try startAll()
         let display = running.server.display
         let chess = running.apps[2]
