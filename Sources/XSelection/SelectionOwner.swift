@@ -152,8 +152,11 @@ public final class SelectionOwner: Sendable {
     public var statistics: Statistics { shared.counters.withLock { $0 } }
 
     /// Stops serving and closes the connection; the server then drops every selection held.
+    ///
+    /// Returns once the connection is closed (or after two seconds), so a
+    /// program may exit right after it.
     public func close() {
-        thread.post { core in core.stopRequested = true }
+        thread.stop { core in core.stopRequested = true }
     }
 
     private func perform<T: Sendable>(_ body: @escaping @Sendable (OwnerCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {

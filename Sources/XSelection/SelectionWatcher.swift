@@ -65,8 +65,11 @@ public final class SelectionWatcher: Sendable {
     deinit { stop() }
 
     /// Stops watching and closes the connection; `events` then finishes.
+    ///
+    /// Returns once the connection is closed (or after two seconds), so a
+    /// program may exit right after it.
     public func stop() {
-        thread.post { core in core.stopRequested = true }
+        thread.stop { core in core.stopRequested = true }
     }
 }
 

@@ -192,11 +192,7 @@ public final class TextWindow: Sendable {
     /// seconds), so a program may exit right after it: exiting while that
     /// thread still closes the connection can crash the process.
     public func close() {
-        thread.post { core in core.stopRequested = true }
-        let deadline = ContinuousClock.now + .seconds(2)
-        while !thread.isStopped && ContinuousClock.now < deadline {
-            usleep(2_000)
-        }
+        thread.stop { core in core.stopRequested = true }
     }
 }
 

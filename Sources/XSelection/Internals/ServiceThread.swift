@@ -50,11 +50,18 @@ final class ServiceThread<Core: AnyObject>: Sendable {
 
     let wakePipe = WakePipe()
     private let queue = Mutex(Queue())
+    /// Left when the thread has finished with its connection.
+    private let finished = DispatchGroup()
+    /// The service thread's id, so that a stop requested from the thread itself does not wait for itself.
+    private let threadID = Mutex<pthread_t?>(nil)
 
     /// Starts the thread. `makeCore` runs on the new thread; `run` is its loop and
     /// returns when the thread should end (it calls `runJobs` when woken).
     init(name: String, makeCore: @escaping @Sendable () -> Core?, run: @escaping @Sendable (Core, ServiceThread<Core>) -> Void) {
+        finished.enter()
         let thread = Thread { [self] in
+            self.threadID.withLock { $0 = pthread_self() }
+            defer { self.finished.leave() }
             guard let core = makeCore() else {
                 self.markStopped()
                 return
@@ -83,6 +90,18 @@ final class ServiceThread<Core: AnyObject>: Sendable {
         }
         if accepted { wakePipe.wake() }
         return accepted
+    }
+
+    /// Posts `request` (which tells the loop to end) and waits, up to `timeout`,
+    /// until the thread is done with libX11, so that a program may exit right
+    /// after: exiting while the thread still closes its connection can crash.
+    /// From the service thread itself it only posts.
+    func stop(timeout: Duration = .seconds(2), _ request: @escaping Job) {
+        post(request)
+        let onServiceThread = threadID.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        guard !onServiceThread else { return }
+        let (seconds, attoseconds) = timeout.components
+        _ = finished.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
     }
 
     /// Runs `body` on the thread and waits for its result, up to `timeout`.
