@@ -17,6 +17,7 @@ final class Connection {
     /// The largest property write in one request, in bytes.
     let maxRequestBytes: Int
 
+    private let registration: UInt64
     private var atomsByName: [String: UInt] = [:]
     private var namesByAtom: [UInt: String] = [:]
     private var closed = false
@@ -28,14 +29,15 @@ final class Connection {
         // Install our handlers before opening, so a failure during the
         // connection set-up cannot reach libX11's exiting defaults.
         guard let display = XOpenDisplay(resolved) else { throw .cannotOpen(resolved) }
-        ErrorTrap.register(display)
+        let registration = ErrorTrap.register(display)
+        self.registration = registration
         self.display = display
         self.name = resolved
         self.fd = XConnectionNumber(display)
         self.root = XDefaultRootWindow(display)
         guard let xcb = XGetXCBConnection(display) else {
-            ErrorTrap.unregister(display)
             XCloseDisplay(display)
+            ErrorTrap.unregister(display, registration)
             throw .cannotOpen(resolved)
         }
         self.xcb = xcb
@@ -51,8 +53,8 @@ final class Connection {
     func close() {
         guard !closed else { return }
         closed = true
-        ErrorTrap.unregister(display)
         XCloseDisplay(display)
+        ErrorTrap.unregister(display, registration)
     }
 
     /// Whether the connection still works.

@@ -22,12 +22,14 @@ struct ProtocolErrorRecord: Sendable, Equatable {
 /// library linked into someone else's app must never let happen.
 enum ErrorTrap {
     private struct DisplayState {
+        var registration: UInt64
         var errors: [ProtocolErrorRecord] = []
         var lost = false
     }
 
     private struct Registry {
         var displays: [UInt: DisplayState] = [:]
+        var registrations: UInt64 = 0
         var previousErrorHandler: XErrorHandler?
         var previousIOErrorHandler: XIOErrorHandler?
     }
@@ -39,22 +41,38 @@ enum ErrorTrap {
     private static let registry = Mutex(Registry())
 
     /// Starts tracking `display` and makes sure our handlers are the installed ones.
-    static func register(_ display: OpaquePointer) {
-        registry.withLock { registry in
-            registry.displays[UInt(bitPattern: display)] = DisplayState()
+    ///
+    /// - Returns: The registration, which `unregister` needs: once a display is
+    ///   closed, the next one opened may get the same address.
+    static func register(_ display: OpaquePointer) -> UInt64 {
+        let registration = registry.withLock { registry in
+            registry.registrations += 1
+            registry.displays[UInt(bitPattern: display)] = DisplayState(registration: registry.registrations)
             // A toolkit may have installed its own handlers after ours; put ours
             // back on top and remember theirs for chaining.
             let currentError = XSetErrorHandler(errorHandler)
             if let currentError, !isOurs(currentError) { registry.previousErrorHandler = currentError }
             let currentIO = XSetIOErrorHandler(ioErrorHandler)
             if let currentIO, !isOurs(currentIO) { registry.previousIOErrorHandler = currentIO }
+            return registry.registrations
         }
         XSetIOErrorExitHandler(display, ioErrorExitHandler, nil)
+        return registration
     }
 
-    /// Stops tracking `display`.
-    static func unregister(_ display: OpaquePointer) {
-        _ = registry.withLock { $0.displays.removeValue(forKey: UInt(bitPattern: display)) }
+    /// Stops tracking `display` if it is still the registration `registration`.
+    ///
+    /// Call it only after `XCloseDisplay` has returned: closing syncs with the
+    /// server, and the errors that sync reports (every one, on a lost
+    /// connection) must still reach our handlers, not the host's or libX11's
+    /// defaults, which exit.
+    static func unregister(_ display: OpaquePointer, _ registration: UInt64) {
+        registry.withLock { registry in
+            let key = UInt(bitPattern: display)
+            if registry.displays[key]?.registration == registration {
+                registry.displays.removeValue(forKey: key)
+            }
+        }
     }
 
     /// Whether the connection was lost (an I/O error was reported for it).
