@@ -92,7 +92,7 @@ import TestSupport
         let baseline = try #require(residentKiB(pid))
 
         let flood = try startSelectionHelper(display: SharedDisplay.display,
-            ["flood", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD", "--seconds", "6"])
+            ["flood", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD", "--seconds", "6", "--window", "1000000"])
         defer { flood.signal(SIGKILL) }
         let sampler = RSSSampler(pid: pid)
         usleep(1_000_000)
@@ -113,10 +113,14 @@ import TestSupport
         let summary = try #require(flood.nextLine(timeout: 20), "the flood printed no summary: \(flood.standardError)")
         sampler.stop()
         let counts = FloodSummary(summary)
+        #expect(counts.sent > 100_000, "\(summary)")
         #expect(counts.answered > 1000, "\(summary)")
         #expect(participant.child.isRunning)
         let peak = sampler.peak
-        #expect(peak - baseline < 32 * 1024, "resident memory grew from \(baseline) KiB to \(peak) KiB under \(summary)")
+        // A million requests in flight: libX11 queues part of them (about 30 MiB
+        // was measured), but the owner drops the flooding client's excess, so
+        // the queue stops growing (before, it grew to over 200 MiB).
+        #expect(peak - baseline < 64 * 1024, "resident memory grew from \(baseline) KiB to \(peak) KiB under \(summary)")
 
         // Once the flood is over the participant serves the new identifier.
         #expect(try session.get("org.fresh.app", Self.none) == elder)
