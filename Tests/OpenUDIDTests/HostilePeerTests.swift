@@ -146,7 +146,8 @@ enum Hostility: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .bornInTheFuture: ["more than 24 h after the reader's clock"]
         case .bornBefore2010: ["is before 2010-01-01"]
         case .tenMebibyteINCR: ["a record of 10485760 bytes, over the 4096-byte cap"]
-        case .lyingINCR: ["bytes, over the 4096-byte cap"]
+        // Two 4096-byte chunks: the first fills the cap, the second is refused unread.
+        case .lyingINCR: ["a record of 8192 bytes, over the 4096-byte cap"]
         case .stalledINCR, .silentOwner: ["no answer within"]
         case .ownerDiesMidINCR: ["no answer within", "INCR"]
         case .wrongProperty: ["a property other than the one asked for"]

@@ -228,8 +228,9 @@ final class ReaderCore {
         } else if ![8, 16, 32].contains(format) {
             slot.stage = .done(.malformed(owner: slot.owner, reason: "an INCR chunk had format \(format)"))
         } else if slot.buffer.count + length + after > cap {
+            let received = slot.buffer.count + length + after
             slot.buffer = []
-            slot.stage = .done(.tooLarge(owner: slot.owner, bytes: slot.buffer.count + length + after))
+            slot.stage = .done(.tooLarge(owner: slot.owner, bytes: received))
         } else {
             slot.type = type
             slot.format = format
