@@ -117,10 +117,11 @@ import TestSupport
         #expect(counts.answered > 1000, "\(summary)")
         #expect(participant.child.isRunning)
         let peak = sampler.peak
-        // A million requests in flight: libX11 queues part of them (about 30 MiB
-        // was measured), but the owner drops the flooding client's excess, so
-        // the queue stops growing (before, it grew to over 200 MiB).
-        #expect(peak - baseline < 64 * 1024, "resident memory grew from \(baseline) KiB to \(peak) KiB under \(summary)")
+        // A million requests in flight: libX11 still queues part of them (30 to
+        // 75 MiB were measured, more on a loaded machine), but the owner drops
+        // the flooding client's excess and catches up; before, the queue held
+        // the whole million (over 200 MiB).
+        #expect(peak - baseline < 128 * 1024, "resident memory grew from \(baseline) KiB to \(peak) KiB under \(summary)")
 
         // Once the flood is over the participant serves the new identifier.
         #expect(try session.get("org.fresh.app", Self.none) == elder)
