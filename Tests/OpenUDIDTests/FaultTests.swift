@@ -202,7 +202,10 @@ import TestSupport
         #expect(freed.repair("file slot")?.outcome == "written")
     }
 
-    @Test func aFileSizeLimitGivesClearErrorsAndKeepsTheIdentifier() throws {
+    // ThreadSanitizer's runtime dies of SIGBUS at start under a zero file size
+    // limit (it backs its own memory with a file), before any code of ours runs.
+    @Test(.disabled(if: underSanitizer, "a sanitizer runtime cannot start under ulimit -f 0"))
+    func aFileSizeLimitGivesClearErrorsAndKeepsTheIdentifier() throws {
         let session = try TestSession(display: nil)
         let shared = try session.get("com.acme.notes", Self.file)
         let before = try snapshot(session.home.dataHome.path)

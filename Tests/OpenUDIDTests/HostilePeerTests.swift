@@ -114,7 +114,8 @@ import TestSupport
         sampler.stop()
         let counts = FloodSummary(summary)
         #expect(counts.sent > 100_000, "\(summary)")
-        #expect(counts.answered > 1000, "\(summary)")
+        // ThreadSanitizer slows the owner about tenfold.
+        #expect(counts.answered > (underSanitizer ? 100 : 1000), "\(summary)")
         #expect(participant.child.isRunning)
         let peak = sampler.peak
         // A million requests in flight: libX11 still queues part of them (30 to
