@@ -254,14 +254,15 @@ final class Engine: @unchecked Sendable {
             generationLock = lock
             var again = Gathered()
             gatherFileSlots(into: &again, now: now)
-            if again.candidates.contains(where: { !$0.record.optOut }) {
-                lock.release()
+            if !again.candidates.isEmpty {
                 gathered.candidates.removeAll { if case .fileSlot = $0.source { true } else { false } }
                 gathered.candidates += again.candidates
                 gathered.ownFileSlot = again.ownFileSlot
                 gathered.sources = gathered.sources.map { $0.name == "file-slots" ? again.sources.first ?? $0 : $0 }
                 resolution = vote(gathered, now: now)
             }
+            // Someone else generated meanwhile: nothing left to serialise.
+            if resolution.origin != .generated { lock.release() }
         }
 
         let record = SlotRecord(id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
