@@ -237,15 +237,34 @@ final class Engine: @unchecked Sendable {
     /// - Parameter slot: The selection slot this app serves, if it participates (for the report).
     func resolve(slot: Int?) -> Report {
         let now = Date()
-        let gathered = gather(now: now)
+        var gathered = gather(now: now)
         if let optOut = currentOptOut(gathered) {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
         }
-        let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
-        let resolution = Resolution.resolve(candidates: gathered.candidates, local: local, policy: configuration.policy,
-                                            app: app.id) {
-            (Identifier.random(), Milliseconds.since1970(now))
+        var resolution = vote(gathered, now: now)
+
+        // Apps started at once from nothing would each generate an identifier of
+        // their own. Generating is serialised through a lock beside the file
+        // slots: the holder looks at the file slots again and generates only if
+        // they are still empty, and keeps the lock until its copies are written.
+        var generationLock: FileLock?
+        defer { generationLock?.release() }
+        if resolution.origin == .generated, configuration.usesFiles,
+           let lock = FileLock.acquire(paths.generationLock, waitingAtMost: Self.generationWait) {
+            generationLock = lock
+            var again = Gathered()
+            gatherFileSlots(into: &again, now: now)
+            if !again.candidates.isEmpty {
+                gathered.candidates.removeAll { if case .fileSlot = $0.source { true } else { false } }
+                gathered.candidates += again.candidates
+                gathered.ownFileSlot = again.ownFileSlot
+                gathered.sources = gathered.sources.map { $0.name == "file-slots" ? again.sources.first ?? $0 : $0 }
+                resolution = vote(gathered, now: now)
+            }
+            // Someone else generated meanwhile: nothing left to serialise.
+            if resolution.origin != .generated { lock.release() }
         }
+
         let record = SlotRecord(id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
                                 written: Milliseconds.since1970(now), optOut: false)
         var repairs: [Repair] = []
@@ -267,6 +286,17 @@ final class Engine: @unchecked Sendable {
         return Report(app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
                       sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
                       mirrorRecord: gathered.mirrorRecord, slot: slot)
+    }
+
+    /// How long an app waits for another one that is generating an identifier;
+    /// past that it generates its own rather than hang on a lock another app keeps.
+    static let generationWait: Duration = .seconds(2)
+
+    private func vote(_ gathered: Gathered, now: Date) -> Resolution {
+        let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
+        return Resolution.resolve(candidates: gathered.candidates, local: local, policy: configuration.policy, app: app.id) {
+            (Identifier.random(), Milliseconds.since1970(now))
+        }
     }
 
     private func currentOptOut(_ gathered: Gathered) -> OptOut? {

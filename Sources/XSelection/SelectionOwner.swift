@@ -74,6 +74,9 @@ public final class SelectionOwner: Sendable {
         public var incrDropped = 0
         /// Protocol errors caused by peers (a requestor window that vanished, ...).
         public var peerErrors = 0
+        /// Requests dropped unanswered because their client asked far more than
+        /// others while the owner was behind (a flood).
+        public var shed = 0
     }
 
     /// The display this owner is connected to.

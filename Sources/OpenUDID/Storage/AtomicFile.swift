@@ -215,7 +215,7 @@ enum AtomicFile {
     }
 
     /// Creates `directory` and its missing parents with mode 0700.
-    private static func makeDirectories(_ directory: String, for path: String) throws(StoreUnavailable) {
+    static func makeDirectories(_ directory: String, for path: String) throws(StoreUnavailable) {
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + component

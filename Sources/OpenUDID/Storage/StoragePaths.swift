@@ -6,6 +6,7 @@ import Foundation
 /// |---|---|
 /// | file slots | `<data>/openudid/slots/<app-id>.json` |
 /// | vendor mirrors | `<data>/openudid/vendors/<vendor>.json` |
+/// | the lock held while generating a new identifier | `<data>/openudid/generate.lock` |
 /// | an app's local cache | `<data>/<app-id>/openudid.json` |
 /// | user-wide opt-out marker | `<config>/openudid/opt-out` |
 ///
@@ -70,6 +71,10 @@ public struct StoragePaths: Sendable, Hashable {
 
     /// The directory of file vendor mirrors, one `<vendor>.json` per vendor.
     public var vendorsDirectory: String { Self.joined(sharedRoot, "vendors") }
+
+    /// The lock file apps hold while they generate a new identifier, so that
+    /// apps starting at once from nothing pick one identifier, not one each.
+    public var generationLock: String { Self.joined(sharedRoot, "generate.lock") }
 
     /// The local cache file of `app`.
     ///

@@ -139,10 +139,10 @@ final class Connection {
         if extraFD >= 0 { fds.append(pollfd(fd: extraFD, events: Int16(POLLIN), revents: 0)) }
         var timeout: Int32 = -1
         if let deadline {
-            let remaining = deadline - ContinuousClock.now
-            if remaining <= .zero { return (false, false) }
+            // A deadline already past still looks once, without waiting.
+            let remaining = max(deadline - ContinuousClock.now, .zero)
             let (seconds, attoseconds) = remaining.components
-            timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            timeout = remaining == .zero ? 0 : Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
         }
         let ready = poll(&fds, nfds_t(fds.count), timeout)
         guard ready > 0 else { return (false, false) }
@@ -159,6 +159,11 @@ final class Connection {
         guard isAlive else { return 0 }
         let count = XPending(display)
         return isAlive ? count : 0
+    }
+
+    /// How many events are already queued, without reading from the socket.
+    func queued() -> Int32 {
+        isAlive ? XEventsQueued(display, QueuedAlready) : 0
     }
 
     /// Takes the next queued event; call only when `pending()` said there is one.

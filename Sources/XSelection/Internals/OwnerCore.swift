@@ -15,6 +15,13 @@ final class OwnerCore {
         var payloads: [UInt: Prepared]
     }
 
+    /// How many requests a requestor client may still have answered while the
+    /// owner is behind (a token bucket, refilled over time).
+    private struct Allowance {
+        var tokens: Double
+        var refilled: ContinuousClock.Instant
+    }
+
     private struct TransferKey: Hashable {
         var requestor: UInt
         var property: UInt
@@ -37,6 +44,8 @@ final class OwnerCore {
     private let incrThreshold: Int
     private var held: [UInt: Held] = [:]
     private var transfers: [TransferKey: Transfer] = [:]
+    private var allowances: [UInt32: Allowance] = [:]
+    private var flushedSerial: UInt = 0
     /// Which requestor each recent request of ours wrote to, by serial, so a
     /// protocol error can be blamed on the peer whose window caused it.
     private var recentRequests: [(serial: UInt, requestor: UInt)] = []
@@ -63,6 +72,17 @@ final class OwnerCore {
 
     var heldNames: [SelectionName] { held.values.map(\.name).sorted() }
 
+    // MARK: Load limits
+
+    /// The most events handled before the host's posted work gets a turn.
+    static let eventsPerTurn = 512
+    /// Queued events beyond which the owner counts as behind.
+    static let backlogLimit = 256
+    /// Requests a requestor client may have answered in a burst while the owner is behind.
+    static let requestBurst = 256.0
+    /// The rate at which that allowance comes back, per second.
+    static let requestsPerSecond = 256.0
+
     // MARK: The loop
 
     func run(_ thread: ServiceThread<OwnerCore>) {
@@ -71,19 +91,29 @@ final class OwnerCore {
                 events.yield(.connectionLost(.connectionLost(connection.name)))
                 break
             }
-            while connection.pending() > 0 {
+            // A bounded batch: under a flood of requests the queue never runs dry,
+            // and the host's claims and releases must still get their turn.
+            var handled = 0
+            while handled < Self.eventsPerTurn, connection.pending() > 0 {
                 handle(connection.nextEvent())
+                handled += 1
             }
             blamePeerErrors()
             expireTransfers()
-            connection.flush()
+            // libX11 reads every event the server has sent whenever it flushes;
+            // with nothing to send, that reading only swells the queue.
+            if connection.nextRequestSerial != flushedSerial {
+                connection.flush()
+                flushedSerial = connection.nextRequestSerial
+            }
             guard connection.isAlive else { continue }
-            // Writing can read too: while libxcb waits to send, it takes what
-            // the server sent into its own queue, which poll cannot see. An
-            // INCR requestor's delete read that way would wait for the
-            // transfer's time-out, so look again before sleeping.
-            if connection.pending() > 0 { continue }
-            let wake = transfers.values.map(\.deadline).min()
+            // Events already queued do not make the socket readable, and writing
+            // can read too: while libxcb waits to send, it takes what the server
+            // sent into its own queue, which poll cannot see (an INCR requestor's
+            // delete read that way would wait for the transfer's time-out). So
+            // with anything queued, look at the wake pipe without waiting.
+            let queued = connection.queued() > 0 || connection.pending() > 0
+            let wake = queued ? ContinuousClock.now : transfers.values.map(\.deadline).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
             if ready.extra { thread.runJobs(self) }
         }
@@ -181,6 +211,10 @@ final class OwnerCore {
     // MARK: Answering requests
 
     private func answer(_ request: XSelectionRequestEvent) {
+        if shouldShed(request) {
+            shared.count { $0.shed += 1 }
+            return
+        }
         // An obsolete requestor names no property: ICCCM says use the target atom.
         let property = request.property == 0 ? request.target : request.property
         var answered = false
@@ -198,6 +232,34 @@ final class OwnerCore {
                                            requestor: request.requestor, selection: request.selection, target: request.target,
                                            property: answered ? property : 0, time: request.time)
         XSendEvent(connection.display, request.requestor, 0, 0, &reply)
+    }
+
+    /// Whether to drop `request` unanswered: only while the owner is behind, and
+    /// only for a client that has used up its allowance.
+    ///
+    /// Answering costs the server more than asking, so a client that asks
+    /// without pause outruns any owner; while the owner answers, libX11 keeps
+    /// reading the requests into memory, a queue that grew past a million
+    /// events (hundreds of megabytes) under one flooding client. Dropping that
+    /// client's excess costs nearly nothing, so the owner catches up. Every
+    /// other client keeps its own allowance and is answered as before, and a
+    /// client asking one request at a time never makes the owner fall behind.
+    /// A dropped requestor waits for an answer that does not come, as it would
+    /// for any owner that is gone; ICCCM requestors bound that wait themselves.
+    private func shouldShed(_ request: XSelectionRequestEvent) -> Bool {
+        let client = connection.client(of: request.requestor).rawValue
+        let now = ContinuousClock.now
+        var allowance = allowances[client] ?? Allowance(tokens: Self.requestBurst, refilled: now)
+        let (seconds, attoseconds) = (now - allowance.refilled).components
+        let elapsed = Double(seconds) + Double(attoseconds) / 1e18
+        allowance.tokens = max(min(Self.requestBurst, allowance.tokens + elapsed * Self.requestsPerSecond) - 1, -Self.requestBurst)
+        allowance.refilled = now
+        allowances[client] = allowance
+        if allowances.count > 1024 {
+            // Clients come and go; forget those whose allowance is back in full.
+            allowances = allowances.filter { now - $0.value.refilled < .seconds(1) }
+        }
+        return allowance.tokens < 0 && connection.queued() > Self.backlogLimit
     }
 
     private func isWithinOwnership(_ time: UInt, _ since: UInt) -> Bool {

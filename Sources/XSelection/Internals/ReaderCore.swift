@@ -27,9 +27,9 @@ final class ReaderCore {
         var atom: UInt
         var owner: SelectionHolder?
         var stage: Stage = .awaitingNotify
-        var buffer: [UInt8] = []
+        var transfer: PropertyTransfer
+        /// The type atom of a finished value.
         var type: UInt = 0
-        var format = 0
         /// A PropertyNotify(NewValue) that arrived while a read was still in flight.
         var newValueSeen = false
 
@@ -54,7 +54,8 @@ final class ReaderCore {
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
         let time = try connection.serverTime(window: window)
 
-        var slots = zip(unique, atoms).map { Slot(name: $0, atom: $1) }
+        let cap = max(options.maxBytes, 0)
+        var slots = zip(unique, atoms).map { Slot(name: $0, atom: $1, transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom)) }
         var indexByAtom: [UInt: Int] = [:]
         for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
 
@@ -70,7 +71,6 @@ final class ReaderCore {
         let owners = try connection.collectOwners(ownerCookies, deadline: deadline)
         for index in slots.indices { slots[index].owner = owners[index] }
 
-        let cap = max(options.maxBytes, 0)
         while slots.contains(where: { !$0.isDone }) {
             try connection.checkAlive()
             var progressed = false
@@ -83,11 +83,11 @@ final class ReaderCore {
             while XEventsQueued(connection.display, QueuedAfterReading) > 0 {
                 let event = connection.nextEvent()
                 progressed = true
-                handle(event, slots: &slots, indexByAtom: indexByAtom, time: time, cap: cap)
+                handle(event, slots: &slots, indexByAtom: indexByAtom, time: time)
             }
             // Replies already read from the socket.
             for index in slots.indices {
-                if collectReply(&slots[index], cap: cap) { progressed = true }
+                if collectReply(&slots[index]) { progressed = true }
             }
             if progressed {
                 connection.flush()
@@ -122,7 +122,7 @@ final class ReaderCore {
 
     // MARK: Events
 
-    private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int], time: UInt, cap: Int) {
+    private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int], time: UInt) {
         switch event.type {
         case SelectionNotify:
             let notify = event.xselection
@@ -136,7 +136,7 @@ final class ReaderCore {
                 slots[index].stage = .done(.malformed(owner: owner, reason: "the owner answered into a property other than the one asked for"))
             } else {
                 let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
-                                              UInt32(min(cap / 4 + 1, Int(UInt32.max))))
+                                              slots[index].transfer.nextReadLength)
                 slots[index].stage = .readingValue(cookie: cookie.sequence)
             }
         case PropertyNotify:
@@ -144,7 +144,7 @@ final class ReaderCore {
             guard notify.window == window, notify.state == PropertyNewValue, let index = indexByAtom[notify.atom] else { return }
             switch slots[index].stage {
             case .awaitingChunk:
-                requestChunk(&slots[index], cap: cap)
+                requestChunk(&slots[index])
             case .readingValue, .readingChunk:
                 slots[index].newValueSeen = true
             default:
@@ -155,10 +155,9 @@ final class ReaderCore {
         }
     }
 
-    private func requestChunk(_ slot: inout Slot, cap: Int) {
-        let room = max(cap - slot.buffer.count, 0)
+    private func requestChunk(_ slot: inout Slot) {
         let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slot.atom), 0, 0,
-                                      UInt32(min(room / 4 + 1, Int(UInt32.max))))
+                                      slot.transfer.nextReadLength)
         slot.stage = .readingChunk(cookie: cookie.sequence)
         slot.newValueSeen = false
     }
@@ -166,7 +165,7 @@ final class ReaderCore {
     // MARK: Replies
 
     /// Takes the reply to the slot's outstanding property read if it has come; returns whether it had.
-    private func collectReply(_ slot: inout Slot, cap: Int) -> Bool {
+    private func collectReply(_ slot: inout Slot) -> Bool {
         let cookie: UInt32
         let firstRead: Bool
         switch slot.stage {
@@ -186,61 +185,27 @@ final class ReaderCore {
             return true
         }
         let reply = replyPointer.assumingMemoryBound(to: xcb_get_property_reply_t.self)
-        let type = UInt(reply.pointee.type)
-        let format = Int(reply.pointee.format)
         let length = Int(xcb_get_property_value_length(reply))
-        let after = Int(reply.pointee.bytes_after)
-        let data = xcb_get_property_value(reply)
-        let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+        let bytes = xcb_get_property_value(reply).map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+        let property = PropertyReply(type: UInt(reply.pointee.type), format: Int(reply.pointee.format), bytes: bytes,
+                                     bytesAfter: Int(reply.pointee.bytes_after))
 
-        if firstRead {
-            if type == 0 {
-                slot.stage = .done(.malformed(owner: slot.owner, reason: "the owner reported an answer but wrote no property"))
-            } else if type == incrAtom {
-                // Our read deleted the INCR property, which tells the owner to send the first chunk.
-                let announced = bytes.count >= 4 ? Int(bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }) : 0
-                if announced > cap {
-                    slot.stage = .done(.tooLarge(owner: slot.owner, bytes: announced))
-                } else {
-                    slot.stage = .awaitingChunk
-                    if slot.newValueSeen { requestChunk(&slot, cap: cap) }
-                }
-            } else if ![8, 16, 32].contains(format) {
-                slot.stage = .done(.malformed(owner: slot.owner, reason: "the owner wrote format \(format), not 8, 16 or 32"))
-            } else if after > 0 || length > cap {
-                slot.stage = .done(.tooLarge(owner: slot.owner, bytes: length + after))
-            } else if let owner = slot.owner {
-                slot.type = type
-                slot.stage = .done(.value(SelectionValue(bytes: bytes, type: "", format: format, owner: owner, incremental: false)))
-            } else {
-                slot.stage = .done(.malformed(owner: nil, reason: "an answer came for a selection that had no owner"))
-            }
-            return true
-        }
-
-        // An INCR chunk.
-        if type == 0 {
-            slot.stage = .done(.malformed(owner: slot.owner, reason: "an INCR chunk was announced but the property was missing"))
-        } else if length == 0 {
-            if let owner = slot.owner {
-                slot.stage = .done(.value(SelectionValue(bytes: slot.buffer, type: "", format: slot.format == 0 ? 8 : slot.format,
-                                                         owner: owner, incremental: true)))
-            } else {
-                slot.stage = .done(.malformed(owner: nil, reason: "an INCR transfer came from no owner"))
-            }
-        } else if slot.format != 0 && (format != slot.format || type != slot.type) {
-            slot.stage = .done(.malformed(owner: slot.owner, reason: "INCR chunks changed type or format midway"))
-        } else if ![8, 16, 32].contains(format) {
-            slot.stage = .done(.malformed(owner: slot.owner, reason: "an INCR chunk had format \(format)"))
-        } else if slot.buffer.count + length + after > cap {
-            slot.buffer = []
-            slot.stage = .done(.tooLarge(owner: slot.owner, bytes: slot.buffer.count + length + after))
-        } else {
-            slot.type = type
-            slot.format = format
-            slot.buffer += bytes
+        switch firstRead ? slot.transfer.first(property) : slot.transfer.chunk(property) {
+        case .awaitingChunk:
             slot.stage = .awaitingChunk
-            if slot.newValueSeen { requestChunk(&slot, cap: cap) }
+            if slot.newValueSeen { requestChunk(&slot) }
+        case .done(.value(let bytes, let type, let format, let incremental)):
+            if let owner = slot.owner {
+                slot.type = type
+                slot.stage = .done(.value(SelectionValue(bytes: bytes, type: "", format: format, owner: owner, incremental: incremental)))
+            } else {
+                slot.stage = .done(.malformed(owner: nil, reason: incremental ? "an INCR transfer came from no owner"
+                                                                              : "an answer came for a selection that had no owner"))
+            }
+        case .done(.tooLarge(let size)):
+            slot.stage = .done(.tooLarge(owner: slot.owner, bytes: size))
+        case .done(.malformed(let reason)):
+            slot.stage = .done(.malformed(owner: slot.owner, reason: reason))
         }
         return true
     }

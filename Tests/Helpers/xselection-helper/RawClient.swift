@@ -9,10 +9,14 @@ import Foundation
 /// - no-property: reports success but writes nothing
 /// - bad-format: writes format-16 data where 8-bit text is expected... announced as 24-bit
 /// - garbage: answers with random bytes
-/// - stall-incr: starts an INCR transfer, sends one chunk, then goes quiet
+/// - stall-incr: starts an INCR transfer, sends chunks until `stallAfter` bytes are out, then goes quiet
 /// - die-mid-incr: starts an INCR transfer, sends one chunk, then exits
 /// - huge-incr: streams an INCR transfer of `size` bytes as fast as the reader takes it
-func runHostile(selection name: String, behavior: String, size: Int) -> Never {
+///
+/// INCR transfers announce `announce` bytes (default: `size`, so a lie is possible)
+/// and send chunks of `chunkSize` bytes.
+func runHostile(selection name: String, behavior: String, size: Int, announce: Int? = nil, chunkSize: Int = 4096,
+                stallAfter: Int = 0) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
         exit(1)
@@ -28,14 +32,14 @@ func runHostile(selection name: String, behavior: String, size: Int) -> Never {
     say("ready 0x\(String(window, radix: 16))")
 
     var transfer: (requestor: UInt, property: UInt, sent: Int)?
-    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: max(1, chunkSize))
     var event = XEvent()
     while true {
         XNextEvent(display, &event)
         if event.type == PropertyNotify, let current = transfer, event.xproperty.window == current.requestor,
            event.xproperty.atom == current.property, event.xproperty.state == PropertyDelete {
             switch behavior {
-            case "stall-incr":
+            case "stall-incr" where current.sent >= stallAfter:
                 continue
             case "die-mid-incr" where current.sent > 0:
                 exit(0)
@@ -69,7 +73,7 @@ func runHostile(selection name: String, behavior: String, size: Int) -> Never {
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, junk, Int32(junk.count))
         default: // the INCR behaviours
             XSelectInput(display, request.requestor, PropertyChangeMask)
-            var announced = [UInt(size)]
+            var announced = [UInt(announce ?? size)]
             announced.withUnsafeMutableBytes { raw in
                 _ = XChangeProperty(display, request.requestor, property, incr, 32, PropModeReplace,
                                     raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)

@@ -1,8 +1,10 @@
 // A separate process that owns selections for the tests.
 //
-//   xselection-helper own --prefix P --count N [--start K] --target T [--type TY]
-//                         (--text S | --size BYTES) [--incr-threshold BYTES] [--if-free]
-//   xselection-helper hostile --selection NAME --behavior B [--size BYTES]
+//   xselection-helper own --prefix P --count N [--start K] --target T [--type TY] [--format 8|16|32]
+//                         (--text S | --file PATH | --size BYTES) [--incr-threshold BYTES] [--if-free]
+//   xselection-helper hostile --selection NAME --behavior B [--size BYTES] [--announce BYTES]
+//                             [--chunk BYTES] [--stall-after BYTES]
+//   xselection-helper flood --selection NAME [--target T] [--seconds S] [--window N]
 //   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
 //   xselection-helper request --selection NAME --targets T --die-after-first-chunk
 //   xselection-helper host-error-handler --selection NAME
@@ -38,8 +40,16 @@ case "own":
     let start = Int(option("--start") ?? "0") ?? 0
     let target = option("--target") ?? "UTF8_STRING"
     let type = option("--type") ?? target
+    let format = Int(option("--format") ?? "8") ?? 8
     let bytes: [UInt8]
-    if let size = option("--size").flatMap(Int.init) {
+    if let file = option("--file") {
+        // Arbitrary bytes, served exactly as given (no {i} substitution).
+        guard let contents = FileManager.default.contents(atPath: file) else {
+            FileHandle.standardError.write(Data("xselection-helper: cannot read \(file)\n".utf8))
+            exit(1)
+        }
+        bytes = Array(contents)
+    } else if let size = option("--size").flatMap(Int.init) {
         bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
     } else {
         bytes = Array((option("--text") ?? "hello").utf8)
@@ -51,7 +61,7 @@ case "own":
             let name = SelectionName(count == 1 && option("--count") == nil ? prefix : "\(prefix)\(index)")
             let data = option("--text") == nil ? bytes
                 : Array(String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{i}", with: String(index)).utf8)
-            let result = try owner.claim(name, payloads: [SelectionPayload(target: target, type: type, bytes: data)],
+            let result = try owner.claim(name, payloads: [SelectionPayload(target: target, type: type, format: format, bytes: data)],
                                          mode: arguments.contains("--if-free") ? .ifFree : .always)
             if case .claimed = result {} else { say("not-claimed \(name) \(result)") }
         }
@@ -74,7 +84,11 @@ case "own":
     }
 case "hostile":
     runHostile(selection: option("--selection") ?? "_XSELECTION_HOSTILE", behavior: option("--behavior") ?? "silent",
-               size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024)
+               size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024, announce: option("--announce").flatMap(Int.init),
+               chunkSize: Int(option("--chunk") ?? "") ?? 4096, stallAfter: Int(option("--stall-after") ?? "") ?? 0)
+case "flood":
+    runFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
+             seconds: Double(option("--seconds") ?? "") ?? 3, window: Int(option("--window") ?? "") ?? 2000)
 case "request" where arguments.contains("--die-after-first-chunk"):
     runDyingRequest(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--targets") ?? "UTF8_STRING")
 case "request":
