@@ -94,25 +94,14 @@ public final class SelectionOwner: Sendable {
     /// - Throws: `XSelectionError` naming the display when it cannot be opened.
     public init(display: String? = nil, options: Options = Options()) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let opened = ResultBox<Opened>()
         let shared = OwnerShared()
         self.events = stream
         self.shared = shared
-        self.thread = ServiceThread(name: "XSelection.SelectionOwner", makeCore: { () -> OwnerCore? in
-            do throws(XSelectionError) {
-                let core = try OwnerCore(display: display, options: options, events: continuation, shared: shared)
-                opened.set(.success(Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window))))
-                return core
-            } catch {
-                opened.set(.failure(error))
-                continuation.finish()
-                return nil
-            }
-        }, run: { core, thread in core.run(thread) })
-        guard let result = opened.wait(timeout: .seconds(30)) else {
-            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
-        }
-        let info = try result.get()
+        let (thread, info) = try ServiceThread.start(name: "XSelection.SelectionOwner", display: display, make: { () throws(XSelectionError) in
+            let core = try OwnerCore(display: display, options: options, events: continuation, shared: shared)
+            return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
+        }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
+        self.thread = thread
         self.display = info.name
         self.window = XWindow(info.window)
     }

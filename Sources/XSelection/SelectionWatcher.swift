@@ -39,25 +39,14 @@ public final class SelectionWatcher: Sendable {
     /// - Throws: `XSelectionError` when the display cannot be opened or lacks XFixes.
     public init(display: String? = nil, selections: [SelectionName]) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        let started = ResultBox<Started>()
         let unique = Array(Set(selections)).sorted()
         self.events = stream
-        self.thread = ServiceThread(name: "XSelection.SelectionWatcher", makeCore: { () -> WatcherCore? in
-            do throws(XSelectionError) {
-                let core = try WatcherCore(display: display, selections: unique, events: continuation)
-                let owners = try core.subscribe()
-                started.set(.success(Started(name: core.connection.name, owners: owners)))
-                return core
-            } catch {
-                started.set(.failure(error))
-                continuation.finish()
-                return nil
-            }
-        }, run: { core, thread in core.run(thread) })
-        guard let result = started.wait(timeout: .seconds(30)) else {
-            throw XSelectionError(.timedOut, display: display ?? "", "starting to watch selections took longer than 30 s")
-        }
-        let info = try result.get()
+        let (thread, info) = try ServiceThread.start(name: "XSelection.SelectionWatcher", display: display, make: { () throws(XSelectionError) in
+            let core = try WatcherCore(display: display, selections: unique, events: continuation)
+            let owners = try core.subscribe()
+            return (core, Started(name: core.connection.name, owners: owners))
+        }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
+        self.thread = thread
         self.display = info.name
         self.initialOwners = info.owners
     }

@@ -148,25 +148,14 @@ public final class TextWindow: Sendable {
     public init(display: String? = nil, title: String, className: String? = nil, origin: Point? = nil, width: Int = 480, height: Int = 320,
                 foreground: Colour = .black, background: Colour = .white, lines: [Line] = []) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let opened = ResultBox<Opened>()
         let setup = TextWindowCore.Setup(title: title, className: className, origin: origin, width: max(1, width), height: max(1, height),
                                          foreground: foreground, background: background, lines: lines)
         self.events = stream
-        self.thread = ServiceThread(name: "XSelection.TextWindow", makeCore: { () -> TextWindowCore? in
-            do throws(XSelectionError) {
-                let core = try TextWindowCore(display: display, setup: setup, events: continuation)
-                opened.set(.success(Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window))))
-                return core
-            } catch {
-                opened.set(.failure(error))
-                continuation.finish()
-                return nil
-            }
-        }, run: { core, thread in core.run(thread) })
-        guard let result = opened.wait(timeout: .seconds(30)) else {
-            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
-        }
-        let info = try result.get()
+        let (thread, info) = try ServiceThread.start(name: "XSelection.TextWindow", display: display, make: { () throws(XSelectionError) in
+            let core = try TextWindowCore(display: display, setup: setup, events: continuation)
+            return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
+        }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
+        self.thread = thread
         self.display = info.name
         self.window = XWindow(info.window)
     }

@@ -131,6 +131,40 @@ final class ServiceThread<Core: AnyObject>: Sendable {
     }
 }
 
+extension ServiceThread {
+    /// Starts a service thread whose core is made on the thread itself (the
+    /// connection must live there), and waits until it is up.
+    ///
+    /// - Parameters:
+    ///   - name: The thread's name.
+    ///   - display: The display asked for, for the time-out message.
+    ///   - make: Makes the core and what the caller needs to know of it; runs on the new thread.
+    ///   - failed: Called on the new thread when `make` throws (to finish an event stream).
+    ///   - run: The thread's loop.
+    /// - Returns: The thread and what `make` reported.
+    static func start<Info: Sendable>(name: String, display: String?,
+                                      make: @escaping @Sendable () throws(XSelectionError) -> (Core, Info),
+                                      failed: @escaping @Sendable () -> Void,
+                                      run: @escaping @Sendable (Core, ServiceThread<Core>) -> Void) throws(XSelectionError) -> (ServiceThread<Core>, Info) {
+        let started = ResultBox<Info>()
+        let thread = ServiceThread(name: name, makeCore: { () -> Core? in
+            do throws(XSelectionError) {
+                let (core, info) = try make()
+                started.set(.success(info))
+                return core
+            } catch {
+                started.set(.failure(error))
+                failed()
+                return nil
+            }
+        }, run: run)
+        guard let result = started.wait(timeout: .seconds(30)) else {
+            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
+        }
+        return (thread, try result.get())
+    }
+}
+
 /// A one-shot result handed from the service thread to a waiting caller.
 final class ResultBox<T: Sendable>: Sendable {
     private let value = Mutex<Result<T, XSelectionError>?>(nil)
