@@ -37,8 +37,11 @@ let package = Package(
         // The command-line tool.
         .executableTarget(name: "openudid", dependencies: ["OpenUDID"]),
 
+        // Reading child processes' output safely, for the lab and the tests.
+        .target(name: "ProcessSupport"),
+
         // The experiment: real processes, every mechanism side by side.
-        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDID"]),
+        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDID", "ProcessSupport"]),
 
         // The benchmark: figures side by side with their baselines.
         .executableTarget(name: "openudid-bench", dependencies: ["OpenUDID", "XSelection"]),
@@ -55,7 +58,7 @@ let package = Package(
                           path: "Tests/Helpers/xselection-helper"),
 
         // Test harness: private Xvfb, private session bus and keyring, child processes.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ProcessSupport"], path: "Tests/TestSupport"),
         .testTarget(
             name: "XSelectionTests",
             dependencies: ["XSelection", "TestSupport", "xselection-helper"]

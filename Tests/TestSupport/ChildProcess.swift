@@ -1,4 +1,5 @@
 import Foundation
+import ProcessSupport
 
 /// A separate process started by a test, with its standard output read line by line.
 public final class ChildProcess: @unchecked Sendable {
@@ -8,8 +9,8 @@ public final class ChildProcess: @unchecked Sendable {
     private var buffer = Data()
     private var closed = false
     private let process = Process()
-    private let errorPipe = Pipe()
     private var errorData = Data()
+    private var readers: [OutputReader] = []
 
     /// The child's process id.
     public var pid: Int32 { process.processIdentifier }
@@ -19,22 +20,22 @@ public final class ChildProcess: @unchecked Sendable {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = environment
-        let out = Pipe()
+        let out = Pipe(), err = Pipe()
         process.standardOutput = out
-        process.standardError = errorPipe
+        process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            self?.receive(data)
-        }
-        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            self.condition.lock()
-            self.errorData.append(data)
-            self.condition.unlock()
-        }
         try process.runWithDefaultSignalMask()
+        // Our copies of the write ends go, so the end of output comes when the child's do.
+        try? out.fileHandleForWriting.close()
+        try? err.fileHandleForWriting.close()
+        readers = [
+            OutputReader(out.fileHandleForReading, received: { [weak self] in self?.receive($0) },
+                         finished: { [weak self] in self?.receive(Data()) }),
+            OutputReader(err.fileHandleForReading, received: { [weak self] data in
+                guard let self else { return }
+                self.condition.withLock { self.errorData.append(data) }
+            }, finished: {}),
+        ]
     }
 
     private func receive(_ data: Data) {
@@ -90,6 +91,7 @@ public final class ChildProcess: @unchecked Sendable {
     public var isRunning: Bool { process.isRunning }
 
     deinit {
+        readers.forEach { $0.stop() }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -128,21 +130,16 @@ public func runCommand(_ executable: URL, _ arguments: [String], environment: [S
     // that another test starts at the same moment (an Xvfb that lives as long as the
     // test process) can inherit a copy of a pipe's write end, and the end of file
     // would then come only when that process exits.
+    try? out.fileHandleForWriting.close()
+    try? err.fileHandleForWriting.close()
     let output = CapturedOutput()
-    out.fileHandleForReading.readabilityHandler = { handle in
-        let data = handle.availableData
-        if data.isEmpty { handle.readabilityHandler = nil }
-        output.receive(data, standardError: false)
-    }
-    err.fileHandleForReading.readabilityHandler = { handle in
-        let data = handle.availableData
-        if data.isEmpty { handle.readabilityHandler = nil }
-        output.receive(data, standardError: true)
-    }
-    defer {
-        out.fileHandleForReading.readabilityHandler = nil
-        err.fileHandleForReading.readabilityHandler = nil
-    }
+    let readers = [
+        OutputReader(out.fileHandleForReading, received: { output.receive($0, standardError: false) },
+                     finished: { output.receive(Data(), standardError: false) }),
+        OutputReader(err.fileHandleForReading, received: { output.receive($0, standardError: true) },
+                     finished: { output.receive(Data(), standardError: true) }),
+    ]
+    defer { readers.forEach { $0.stop() } }
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(2_000) }
     if process.isRunning {

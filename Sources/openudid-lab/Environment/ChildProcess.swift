@@ -1,4 +1,5 @@
 import Foundation
+import ProcessSupport
 import Synchronization
 
 /// The children the lab has started and not yet reaped, so that an interrupted
@@ -25,8 +26,8 @@ func killEveryChild() {
 /// A process the lab started, with its standard output collected line by line.
 final class ChildProcess: @unchecked Sendable {
     // `lines`, `buffer`, `closed`, `lastLine`, `lastLineAt`, `errorText` and
-    // `errorClosed` are guarded by `condition`. `process` and `launched` are set
-    // up in `init` and only queried afterwards.
+    // `errorClosed` are guarded by `condition`. `process`, `launched` and
+    // `readers` are set up in `init` and only queried afterwards.
     private let condition = NSCondition()
     private var lines: [String] = []
     private var buffer = Data()
@@ -37,6 +38,7 @@ final class ChildProcess: @unchecked Sendable {
     private var lastLineAt = Date.distantPast
     private let process = Process()
     private var launched = false
+    private var readers: [OutputReader] = []
     let name: String
 
     /// Starts `executable`; `input`, if any, is written to its standard input, which is then closed.
@@ -56,24 +58,6 @@ final class ChildProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            // At the end of the output the handler would be called again and again.
-            if data.isEmpty { handle.readabilityHandler = nil }
-            self?.receive(data)
-        }
-        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
-            guard let self else { return }
-            self.condition.lock()
-            defer { self.condition.broadcast(); self.condition.unlock() }
-            if data.isEmpty {
-                self.errorClosed = true
-            } else {
-                self.errorText.append(data.prefix(max(0, 16_384 - self.errorText.count)))
-            }
-        }
         let process = self.process
         let failure: LabError? = liveChildren.withLock { registry in
             guard !registry.stopping else { return LabError("the lab is stopping; \(executable) was not started") }
@@ -87,9 +71,28 @@ final class ChildProcess: @unchecked Sendable {
         }
         if let failure { throw failure }
         launched = true
+        // Our copies of the write ends go, so the end of output comes when the child's do.
+        try? out.fileHandleForWriting.close()
+        try? err.fileHandleForWriting.close()
+        readers = [
+            OutputReader(out.fileHandleForReading, received: { [weak self] in self?.receive($0) },
+                         finished: { [weak self] in self?.receive(Data()) }),
+            OutputReader(err.fileHandleForReading, received: { [weak self] in self?.receiveError($0) },
+                         finished: { [weak self] in self?.receiveError(Data()) }),
+        ]
         if let input {
             inPipe.fileHandleForWriting.write(input)
             try? inPipe.fileHandleForWriting.close()
+        }
+    }
+
+    private func receiveError(_ data: Data) {
+        condition.lock()
+        defer { condition.broadcast(); condition.unlock() }
+        if data.isEmpty {
+            errorClosed = true
+        } else {
+            errorText.append(data.prefix(max(0, 16_384 - errorText.count)))
         }
     }
 
@@ -183,7 +186,10 @@ final class ChildProcess: @unchecked Sendable {
         liveChildren.withLock { _ = $0.pids.remove(pid) }
     }
 
-    deinit { kill9() }
+    deinit {
+        kill9()
+        readers.forEach { $0.stop() }
+    }
 }
 
 /// What a command that ran to completion printed.
