@@ -74,7 +74,12 @@ final class ReaderCore {
         while slots.contains(where: { !$0.isDone }) {
             try connection.checkAlive()
             var progressed = false
-            // Events already read from the socket.
+            // Take in everything the server sent, every pass: xcb_poll_for_reply (in
+            // collectOwners and collectReply) reads the socket too and leaves the events
+            // it found in xcb's queue, where XEventsQueued(QueuedAlready) cannot see
+            // them and after which the socket no longer looks readable. Waiting for
+            // the socket then would sleep until the deadline with the answers in hand.
+            _ = connection.pending()
             while XEventsQueued(connection.display, QueuedAlready) > 0 {
                 let event = connection.nextEvent()
                 progressed = true
@@ -89,9 +94,7 @@ final class ReaderCore {
                 continue
             }
             guard ContinuousClock.now < deadline else { break }
-            if connection.waitReadable(until: deadline).x {
-                _ = connection.pending()
-            }
+            _ = connection.waitReadable(until: deadline)
         }
         try connection.checkAlive()
 
