@@ -127,4 +127,54 @@ enum SharedServer {
         #expect(bytes == 10 << 20)
         _ = hostile
     }
+
+    @Test func aDepthOfOneAsksForTheNextSelectionOnlyOnceTheLastIsRead() throws {
+        // Names sort in reading order: the silent owner's selection comes first.
+        let silent = try startSelectionHelper(display: display, ["hostile", "--selection", "_T_DEPTH_A", "--behavior", "silent"])
+        let honest = try startSelectionHelper(display: display, ["own", "--prefix", "_T_DEPTH_B", "--count", "3", "--text", "b {i}"])
+        let reader = try SelectionReader(display: display)
+        let names: [SelectionName] = ["_T_DEPTH_A", "_T_DEPTH_B0", "_T_DEPTH_B1", "_T_DEPTH_B2"]
+
+        // One at a time: the silent owner holds the pass, and the others are never asked.
+        let sequential = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .milliseconds(300), pipelineDepth: 1))
+        for name in names {
+            guard case .timedOut(let owner)? = sequential[name] else {
+                Issue.record("\(name): expected a time-out at depth 1, got \(String(describing: sequential[name]))")
+                continue
+            }
+            #expect(owner != nil, "\(name) has an owner, known before any conversion")
+        }
+
+        // Two lanes: the silent owner blocks one, the others pass through the other.
+        let twoLanes = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(2), pipelineDepth: 2))
+        guard case .timedOut? = twoLanes["_T_DEPTH_A"] else {
+            Issue.record("expected the silent owner to time out, got \(String(describing: twoLanes["_T_DEPTH_A"]))")
+            return
+        }
+        for index in 0..<3 {
+            #expect(twoLanes[SelectionName("_T_DEPTH_B\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "b \(index)")
+        }
+        _ = (silent, honest)
+    }
+
+    @Test func aDepthOfOneReadsWhatAPipelinedPassReads() throws {
+        let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_DEPTH_SAME_", "--count", "20", "--text", "v {i}"])
+        let reader = try SelectionReader(display: display)
+        let names = (0..<20).map { SelectionName("_T_DEPTH_SAME_\($0)") } + ["_T_DEPTH_NOBODY"]
+        let pipelined = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(5)))
+        let sequential = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(5), pipelineDepth: 1))
+        #expect(sequential == pipelined)
+        #expect(sequential["_T_DEPTH_NOBODY"] == .noOwner)
+        #expect(sequential["_T_DEPTH_SAME_7"]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "v 7")
+        _ = helper
+    }
+
+    @Test func aRoundTripReturnsWhileTheServerAnswersAndFailsOnceClosed() throws {
+        let reader = try SelectionReader(display: display)
+        for _ in 0..<50 { try reader.roundTrip() }
+        // The reader still reads after round trips (their replies leave nothing behind).
+        #expect(try reader.read("_T_ROUND_TRIP_NOBODY", target: "UTF8_STRING", options: .init(deadline: .seconds(5))) == .noOwner)
+        reader.close()
+        #expect(throws: XSelectionError.self) { try reader.roundTrip() }
+    }
 }

@@ -58,20 +58,29 @@ final class ReaderCore {
         var indexByAtom: [UInt: Int] = [:]
         for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
 
-        // Pipeline: owner queries, then every conversion, then one flush. Each
-        // selection converts into a property named after itself on our window,
-        // so no extra atoms are needed and answers cannot collide.
+        // Pipeline: owner queries, then every conversion the depth allows, then
+        // one flush. Each selection converts into a property named after itself
+        // on our window, so no extra atoms are needed and answers cannot collide.
         let ownerCookies = slots.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0.atom)).sequence }
-        for slot in slots {
-            XDeleteProperty(connection.display, window, slot.atom)
-            XConvertSelection(connection.display, slot.atom, targetAtom, slot.atom, window, time)
+        let depth = max(options.pipelineDepth ?? slots.count, 1)
+        // The slots asked for and not yet done; only these need looking at.
+        var active: [Int] = []
+        var issued = 0
+        func issueUpToDepth() {
+            while active.count < depth && issued < slots.count {
+                XDeleteProperty(connection.display, window, slots[issued].atom)
+                XConvertSelection(connection.display, slots[issued].atom, targetAtom, slots[issued].atom, window, time)
+                active.append(issued)
+                issued += 1
+            }
         }
+        issueUpToDepth()
         connection.flush()
         let owners = try connection.collectOwners(ownerCookies, deadline: deadline)
         for index in slots.indices { slots[index].owner = owners[index] }
 
         let cap = max(options.maxBytes, 0)
-        while slots.contains(where: { !$0.isDone }) {
+        while !active.isEmpty {
             try connection.checkAlive()
             var progressed = false
             // Take in everything the server sent, every pass: xcb_poll_for_reply (in
@@ -86,10 +95,12 @@ final class ReaderCore {
                 handle(event, slots: &slots, indexByAtom: indexByAtom, time: time, cap: cap)
             }
             // Replies already read from the socket.
-            for index in slots.indices {
+            for index in active {
                 if collectReply(&slots[index], cap: cap) { progressed = true }
             }
             if progressed {
+                active.removeAll { slots[$0].isDone }
+                issueUpToDepth()
                 connection.flush()
                 continue
             }
