@@ -4,15 +4,19 @@
 //                         (--text S | --size BYTES) [--incr-threshold BYTES] [--if-free]
 //   xselection-helper hostile --selection NAME --behavior B [--size BYTES]
 //   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
+//   xselection-helper time --what roundtrip|unowned|sequential|pipelined --prefix P --count N
+//                          [--target T] [--warmup W] [--reps R]
+//   xselection-helper flood --selection NAME [--target T] [--window K] [--interval-ms MS] [--intervals N]
 //
-// Prints "ready <window> <client>" once it serves, "lost <name>" when a selection
-// is taken from it, and runs until killed.
+// As an owner it prints "ready <window> <client>" once it serves, "lost <name>" when
+// a selection is taken from it, and runs until killed. `time` and `flood` are the
+// plain-Xlib baselines of the benchmark; they print their figures and exit.
 import Foundation
 import XSelection
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let mode = arguments.first else {
-    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile ...\n".utf8))
+    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile|request|time|flood ...\n".utf8))
     exit(2)
 }
 
@@ -72,6 +76,14 @@ case "hostile":
 case "request":
     runRequest(selection: option("--selection") ?? "_XSELECTION_TEST", targets: (option("--targets") ?? "UTF8_STRING").split(separator: ",").map(String.init),
                time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"))
+case "time":
+    runTiming(what: option("--what") ?? "roundtrip", prefix: option("--prefix") ?? "_XSELECTION_TIME_",
+              count: Int(option("--count") ?? "100") ?? 100, target: option("--target") ?? "UTF8_STRING",
+              warmup: Int(option("--warmup") ?? "10") ?? 10, reps: Int(option("--reps") ?? "50") ?? 50)
+case "flood":
+    runFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
+             window: Int(option("--window") ?? "64") ?? 64, intervalMilliseconds: Int(option("--interval-ms") ?? "500") ?? 500,
+             intervals: Int(option("--intervals") ?? "5") ?? 5)
 default:
     FileHandle.standardError.write(Data("xselection-helper: unknown mode \(mode)\n".utf8))
     exit(2)
