@@ -6,6 +6,10 @@ final class ReaderCore {
     let connection: Connection
     private let window: UInt
     private let incrAtom: UInt
+    /// The slots of the current pass with a property read outstanding, in the
+    /// order the reads were sent, which is the order their replies arrive in.
+    private var readOrder: [Int] = []
+    private var readHead = 0
 
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
@@ -23,6 +27,7 @@ final class ReaderCore {
     }
 
     private struct Slot {
+        var index: Int
         var name: SelectionName
         var atom: UInt
         var owner: SelectionHolder?
@@ -54,7 +59,9 @@ final class ReaderCore {
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
         let time = try connection.serverTime(window: window)
 
-        var slots = zip(unique, atoms).map { Slot(name: $0, atom: $1) }
+        var slots = zip(unique, atoms).enumerated().map { Slot(index: $0, name: $1.0, atom: $1.1) }
+        readOrder.removeAll(keepingCapacity: true)
+        readHead = 0
         var indexByAtom: [UInt: Int] = [:]
         for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
 
@@ -94,9 +101,12 @@ final class ReaderCore {
                 progressed = true
                 handle(event, slots: &slots, indexByAtom: indexByAtom, time: time, cap: cap)
             }
-            // Replies already read from the socket.
-            for index in active {
-                if collectReply(&slots[index], cap: cap) { progressed = true }
+            // Replies come in the order their requests went out: take them from
+            // the front and stop at the first that has not come. Polling every
+            // outstanding read instead costs a failed recvmsg for each one.
+            while readHead < readOrder.count, collectReply(&slots[readOrder[readHead]], cap: cap) {
+                readHead += 1
+                progressed = true
             }
             if progressed {
                 active.removeAll { slots[$0].isDone }
@@ -147,6 +157,7 @@ final class ReaderCore {
                 let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
                                               UInt32(min(cap / 4 + 1, Int(UInt32.max))))
                 slots[index].stage = .readingValue(cookie: cookie.sequence)
+                readOrder.append(index)
             }
         case PropertyNotify:
             let notify = event.xproperty
@@ -170,6 +181,7 @@ final class ReaderCore {
                                       UInt32(min(room / 4 + 1, Int(UInt32.max))))
         slot.stage = .readingChunk(cookie: cookie.sequence)
         slot.newValueSeen = false
+        readOrder.append(slot.index)
     }
 
     // MARK: Replies
