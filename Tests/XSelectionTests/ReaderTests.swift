@@ -128,6 +128,35 @@ enum SharedServer {
         _ = hostile
     }
 
+    @Test func readsIncrementalAndPlainAnswersInOnePassAndAgain() throws {
+        // The requestor window watches property changes only while an INCR
+        // transfer runs; a pass that mixes both kinds, and the plain pass after
+        // it, must each come out whole.
+        let size = 300_000
+        let large = try startSelectionHelper(display: display, ["own", "--prefix", "_T_MIXED_LARGE_", "--count", "2", "--size", "\(size)",
+                                                                "--incr-threshold", "32768", "--target", "application/octet-stream"])
+        let small = try startSelectionHelper(display: display, ["own", "--prefix", "_T_MIXED_SMALL_", "--count", "3", "--text", "s {i}",
+                                                                "--target", "application/octet-stream"])
+        let reader = try SelectionReader(display: display)
+        let names = (0..<2).map { SelectionName("_T_MIXED_LARGE_\($0)") } + (0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }
+        let expected = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        for pass in 0..<2 {
+            let outcomes = try reader.read(names, target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
+            for index in 0..<2 {
+                let value = try #require(outcomes[SelectionName("_T_MIXED_LARGE_\(index)")]?.value, "pass \(pass)")
+                #expect(value.incremental)
+                #expect(value.bytes == expected)
+            }
+            for index in 0..<3 {
+                #expect(outcomes[SelectionName("_T_MIXED_SMALL_\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "s \(index)")
+            }
+        }
+        let plain = try reader.read((0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }, target: "application/octet-stream",
+                                    options: .init(deadline: .seconds(5)))
+        #expect(plain.values.allSatisfy { $0.value?.incremental == false })
+        _ = (large, small)
+    }
+
     @Test func aDepthOfOneAsksForTheNextSelectionOnlyOnceTheLastIsRead() throws {
         // Names sort in reading order: the silent owner's selection comes first.
         let silent = try startSelectionHelper(display: display, ["hostile", "--selection", "_T_DEPTH_A", "--behavior", "silent"])

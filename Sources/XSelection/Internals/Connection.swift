@@ -117,11 +117,11 @@ final class Connection {
         return atoms.map { $0 == 0 ? "None" : namesByAtom[$0] ?? "atom \($0)" }
     }
 
-    /// Creates an unmapped window of our own that receives property changes.
-    func createWindow() throws(XSelectionError) -> UInt {
+    /// Creates an unmapped window of our own, by default one that receives property changes.
+    func createWindow(selectingPropertyChanges: Bool = true) throws(XSelectionError) -> UInt {
         try checkAlive()
         let window = XCreateSimpleWindow(display, root, -10, -10, 1, 1, 0, 0, 0)
-        XSelectInput(display, window, PropertyChangeMask)
+        if selectingPropertyChanges { XSelectInput(display, window, PropertyChangeMask) }
         return window
     }
 

@@ -4,8 +4,15 @@ import Foundation
 /// The connection and pass logic behind `SelectionReader`.
 final class ReaderCore {
     let connection: Connection
+    /// The requestor window: owners write answers to its properties. It
+    /// selects no events unless an INCR transfer needs them, so that every
+    /// answer does not cost the server and us two PropertyNotify events.
     private let window: UInt
+    /// A window of ours that selects PropertyChangeMask, for server timestamps.
+    private let clockWindow: UInt
     private let incrAtom: UInt
+    /// Whether the requestor window selects PropertyChangeMask in this pass.
+    private var watchingProperties = false
     /// The slots of the current pass with a property read outstanding, in the
     /// order the reads were sent, which is the order their replies arrive in.
     private var readOrder: [Int] = []
@@ -14,7 +21,8 @@ final class ReaderCore {
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
         incrAtom = try connection.atom("INCR")
-        window = try connection.createWindow()
+        window = try connection.createWindow(selectingPropertyChanges: false)
+        clockWindow = try connection.createWindow()
     }
 
     /// Where one selection's read stands.
@@ -57,7 +65,7 @@ final class ReaderCore {
         let targetAtom = atoms[unique.count]
         // A real timestamp lets us tell this pass's answers from late answers to
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
-        let time = try connection.serverTime(window: window)
+        let time = try connection.serverTime(window: clockWindow)
 
         var slots = zip(unique, atoms).enumerated().map { Slot(index: $0, name: $1.0, atom: $1.1) }
         readOrder.removeAll(keepingCapacity: true)
@@ -116,6 +124,10 @@ final class ReaderCore {
             }
             guard ContinuousClock.now < deadline else { break }
             _ = connection.waitReadable(until: deadline)
+        }
+        if watchingProperties {
+            XSelectInput(connection.display, window, NoEventMask)
+            watchingProperties = false
         }
         try connection.checkAlive()
 
@@ -223,8 +235,14 @@ final class ReaderCore {
                 if announced > cap {
                     slot.stage = .done(.tooLarge(owner: slot.owner, bytes: announced))
                 } else {
-                    slot.stage = .awaitingChunk
-                    if slot.newValueSeen { requestChunk(&slot, cap: cap) }
+                    // From here on each chunk is announced by a PropertyNotify. The
+                    // first may have been written before we asked for those, so
+                    // look for it at once; a missing chunk just means "not yet".
+                    if !watchingProperties {
+                        XSelectInput(connection.display, window, PropertyChangeMask)
+                        watchingProperties = true
+                    }
+                    requestChunk(&slot, cap: cap)
                 }
             } else if ![8, 16, 32].contains(format) {
                 slot.stage = .done(.malformed(owner: slot.owner, reason: "the owner wrote format \(format), not 8, 16 or 32"))
@@ -241,7 +259,9 @@ final class ReaderCore {
 
         // An INCR chunk.
         if type == 0 {
-            slot.stage = .done(.malformed(owner: slot.owner, reason: "an INCR chunk was announced but the property was missing"))
+            // Not written yet: the owner's PropertyNotify will say when it is.
+            slot.stage = .awaitingChunk
+            if slot.newValueSeen { requestChunk(&slot, cap: cap) }
         } else if length == 0 {
             if let owner = slot.owner {
                 slot.stage = .done(.value(SelectionValue(bytes: slot.buffer, type: "", format: slot.format == 0 ? 8 : slot.format,
