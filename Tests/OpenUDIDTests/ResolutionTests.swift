@@ -135,6 +135,15 @@ let scenarios: [Scenario] = [
              candidates: [mirror(idB, vendor: "com.acme"), mirror(idB, vendor: "org.other"),
                           selection(0, client: 1, idA, app: "com.a.one", born: year2018)],
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 2]),
+    Scenario(name: "a vendor's mirror holding what one of its apps votes for is no separate vote",
+             candidates: [selection(0, client: 1, idA, app: "com.acme.notes", born: year2021), mirror(idA, vendor: "com.acme"),
+                          selection(1, client: 2, idB, app: "org.other.mail", born: year2021)],
+             identifier: idA, origin: .consensus, votes: [idA: 1, idB: 1],
+             ignoredReasons: [.sameVendor(counted: .selection(slot: 0, client: 1))]),
+    Scenario(name: "a vendor's mirror holding an older identifier than its app's votes, and wins the tie",
+             candidates: [selection(0, client: 1, idB, app: "com.acme.photos", born: year2021),
+                          mirror(idA, vendor: "com.acme", born: year2019)],
+             identifier: idA, origin: .consensus, votes: [idA: 1, idB: 1], born: year2019),
     Scenario(name: "an app's live selection speaks for it over a newer file slot",
              candidates: [selection(0, client: 1, idA, app: "com.a.one", written: year2019),
                           fileSlot(idB, app: "com.a.one", born: year2018, written: year2021)],
@@ -233,6 +242,24 @@ let scenarios: [Scenario] = [
             let appVoters = voters.filter { if case .vendorMirror = $0.source { false } else { true } }.map(\.record.app)
             #expect(Set(appVoters).count == appVoters.count)
         }
+    }
+
+    @Test func appsOfDifferentVendorsAgreeThoughEachSeesOnlyItsOwnMirror() {
+        // Started at the same moment, each app generated its own identifier and
+        // wrote it to its vendor's mirror; the selections and file slots are
+        // visible to both, each vendor's mirror only to that vendor's app.
+        let shared = [selection(0, client: 1, idA, app: "com.acme.notes", born: year2021),
+                      fileSlot(idA, app: "com.acme.notes", born: year2021),
+                      selection(1, client: 2, idB, app: "org.other.mail", born: year2021),
+                      fileSlot(idB, app: "org.other.mail", born: year2021)]
+        let notes = Resolution.resolve(candidates: shared + [localCache(idA, app: "com.acme.notes", born: year2021),
+                                                            mirror(idA, vendor: "com.acme", born: year2021)],
+                                       local: record(idA, app: "com.acme.notes", born: year2021)) { freshValue }
+        let mail = Resolution.resolve(candidates: shared + [localCache(idB, app: "org.other.mail", born: year2021),
+                                                           mirror(idB, vendor: "org.other", born: year2021)],
+                                      local: record(idB, app: "org.other.mail", born: year2021)) { freshValue }
+        #expect(notes.identifier == mail.identifier)
+        #expect(notes.identifier == idA, "a tie of equal births goes to the smaller identifier")
     }
 
     @Test func generatesOnlyWhenNobodyVotes() {

@@ -18,7 +18,12 @@ public enum ResolutionPolicy: Sendable, Hashable {
 ///    cache: its live selection if it has one (the latest `written` among
 ///    several, then the lowest slot), otherwise its latest-written record,
 ///    the local cache winning a tie.
-/// 3. Each vendor's mirror is one more ballot, however many stores hold it.
+/// 3. Each vendor's mirror is one more ballot, however many stores hold it,
+///    unless one of that vendor's apps already votes for the identifier it
+///    holds: the mirror was copied from that app and is no separate voice.
+///    Only the vendor's own apps can read its mirror, so counting such a copy
+///    would give them a vote no other app sees, and two apps of different
+///    vendors started together could each outvote the other forever.
 /// 4. A ballot that is opted out does not vote.
 /// 5. The identifier with the most votes wins; a tie goes to the one born
 ///    first (an identifier's birth is the earliest `born` among its ballots),
@@ -56,7 +61,9 @@ public struct Resolution: Sendable, Hashable {
             case sameClient(counted: Candidate.Source)
             /// Its app's ballot is the record at `counted`.
             case sameApp(counted: Candidate.Source)
-            /// Its vendor's mirror ballot is the record at `counted`.
+            /// Its vendor is already represented by the ballot at `counted`: the
+            /// mirror's copy in another store, or an app of the vendor that
+            /// votes for the same identifier.
             case sameVendor(counted: Candidate.Source)
             /// The ballot is opted out.
             case optedOut
@@ -233,9 +240,17 @@ private struct Ballots {
             representatives.append(kept)
         }
 
-        // Step 3: one ballot per vendor mirror, however many stores hold it.
-        for group in mirrorsByVendor.values {
+        // Step 3: one ballot per vendor mirror, however many stores hold it,
+        // unless an app of the vendor already votes for what it holds.
+        let appBallots = representatives
+        for (vendor, group) in mirrorsByVendor {
             let kept = Self.best(group) { $0.record.written > $1.record.written }
+            let copiedFrom = appBallots.filter { $0.record.vendor == vendor && $0.record.id == kept.record.id }
+                .min { $0.rank < $1.rank }
+            if let copiedFrom {
+                for entry in group { ignored.append((entry, .sameVendor(counted: copiedFrom.candidate.source))) }
+                continue
+            }
             for entry in group where entry.rank != kept.rank {
                 ignored.append((entry, .sameVendor(counted: kept.candidate.source)))
             }
