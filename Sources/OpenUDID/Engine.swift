@@ -259,7 +259,11 @@ final class Engine: @unchecked Sendable {
         if let mirror, let read = gathered.mirrorRead {
             let mirrorRecord = SlotRecord(id: record.id, app: app.id, vendor: app.vendor, born: record.born,
                                           written: record.written, optOut: false)
-            repairs.append(repairFile("mirror", current: read, record: mirrorRecord, quarantine: { () throws(StoreUnavailable) in
+            // The mirror is the vendor's, not one app's: which app wrote it last does
+            // not count in the vote, so rewriting it for that alone would make every
+            // app of a vendor rewrite it (an fsync, or a keyring write) on every resolution.
+            repairs.append(repairFile("mirror", current: read, record: mirrorRecord, ignoringWriter: true,
+                                      quarantine: { () throws(StoreUnavailable) in
                 if let file = mirror as? FileVendorMirror { _ = try file.quarantine(vendor: app.vendor, now: now) }
             }, write: { () throws(StoreUnavailable) in try mirror.write(mirrorRecord.encoded(), vendor: app.vendor) }))
         }
@@ -286,13 +290,13 @@ final class Engine: @unchecked Sendable {
     /// Writes `record` unless the place already holds it, or cannot be read:
     /// a store whose content is unknown is never overwritten. A corrupt file is
     /// moved aside first, so its bytes are not lost.
-    private func repairFile(_ place: String, current: StoreRead, record: SlotRecord,
+    private func repairFile(_ place: String, current: StoreRead, record: SlotRecord, ignoringWriter: Bool = false,
                             quarantine: () throws(StoreUnavailable) -> Void,
                             write: () throws(StoreUnavailable) -> Void) -> Repair {
         switch current {
         case .found(let bytes):
             if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.born == record.born,
-               held.optOut == record.optOut, held.app == record.app, held.vendor == record.vendor {
+               held.optOut == record.optOut, ignoringWriter || held.app == record.app, held.vendor == record.vendor {
                 return Repair(place, .unchanged)
             }
         case .absent:
