@@ -76,7 +76,11 @@ final class OwnerCore {
             }
             blamePeerErrors()
             expireTransfers()
-            connection.flush()
+            // Flush and look once more before sleeping: libX11's XFlush also reads
+            // what the server sent, and a request it takes in here would not make
+            // the socket readable again, so the poll below would sleep on it
+            // until some later event (a reader's last conversion went unanswered).
+            guard connection.pending() == 0 else { continue }
             guard connection.isAlive else { continue }
             let wake = transfers.values.map(\.deadline).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
