@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XSelection
 
 /// Gathers candidates from every source, holds the vote, and repairs what the
@@ -86,8 +87,16 @@ final class Engine: @unchecked Sendable {
     }
 
     func gather(now: Date) -> Gathered {
+        // The selection pass spends most of its time waiting for other processes
+        // to answer; the files and the mirror are read meanwhile, not after it.
+        let group = DispatchGroup()
+        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus])>(([], [], []))
+        DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+            var part = Gathered()
+            gatherSelections(into: &part, now: now)
+            selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
+        }
         var gathered = Gathered()
-        gatherSelections(into: &gathered, now: now)
         if configuration.usesFiles {
             gatherFileSlots(into: &gathered, now: now)
             gatherLocalCache(into: &gathered, now: now)
@@ -98,6 +107,13 @@ final class Engine: @unchecked Sendable {
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
         gatherMirror(into: &gathered, now: now)
+        group.wait()
+        // Selections first, as if they had been read first: the same order every time.
+        selections.withLock { part in
+            gathered.candidates = part.candidates + gathered.candidates
+            gathered.rejected = part.rejected + gathered.rejected
+            gathered.sources = part.sources + gathered.sources
+        }
         return gathered
     }
 
