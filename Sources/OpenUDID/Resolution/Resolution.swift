@@ -192,8 +192,8 @@ private struct Ballots {
     }
 
     init(_ candidates: [Candidate]) {
-        let entries = candidates.map { ($0, $0.sortKey()) }
-            .sorted { $0.1.lexicographicallyPrecedes($1.1) }
+        let entries = candidates.map { ($0, $0.sourceKey()) }
+            .sorted { $0.0.precedes($1.0, sourceKeys: ($0.1, $1.1)) }
             .enumerated().map { Entry(candidate: $0.element.0, rank: $0.offset) }
         var ignored: [(Entry, Resolution.Ignored.Reason)] = []
 
