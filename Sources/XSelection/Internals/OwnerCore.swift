@@ -71,16 +71,17 @@ final class OwnerCore {
                 events.yield(.connectionLost(.connectionLost(connection.name)))
                 break
             }
+            // XPending writes what is buffered, reads what the server sent and
+            // says how much is queued: at zero the queue is empty and every
+            // answer is out. (Not XFlush before sleeping: libX11's XFlush also
+            // reads, and a request it takes in would not make the socket readable
+            // again, so the poll below would sleep on it.)
             while connection.pending() > 0 {
                 handle(connection.nextEvent())
             }
             blamePeerErrors()
-            expireTransfers()
-            // Flush and look once more before sleeping: libX11's XFlush also reads
-            // what the server sent, and a request it takes in here would not make
-            // the socket readable again, so the poll below would sleep on it
-            // until some later event (a reader's last conversion went unanswered).
-            guard connection.pending() == 0 else { continue }
+            // Ending a transfer writes a request: go round once more to send it.
+            if expireTransfers() { continue }
             guard connection.isAlive else { continue }
             let wake = transfers.values.map(\.deadline).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
@@ -324,12 +325,16 @@ final class OwnerCore {
         }
     }
 
-    private func expireTransfers() {
+    /// Drops transfers whose requestor stopped taking chunks; returns whether any was dropped.
+    private func expireTransfers() -> Bool {
         let now = ContinuousClock.now
+        var expired = false
         for (key, transfer) in transfers where transfer.deadline <= now {
             finish(key)
             shared.count { $0.incrDropped += 1 }
+            expired = true
         }
+        return expired
     }
 
     // MARK: Errors caused by peers
