@@ -21,7 +21,7 @@ enum Machine {
             "memoryGiB": (memoryKiB / 1_048_576 * 10).rounded() / 10,
             "os": os,
             "kernel": kernel,
-            "xserver": firstLine(of: "Xvfb -version 2>&1 | grep -i 'X.Org X Server'") ?? "Xvfb",
+            "xserver": firstLine(of: "dpkg-query -W -f='Xvfb ${Version}' xvfb 2>/dev/null") ?? "Xvfb",
             "swift": firstLine(of: "swift --version 2>/dev/null") ?? "unknown",
         ]
     }
