@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XSelection
 
 /// Gathers candidates from every source, holds the vote, and repairs what the
@@ -86,8 +87,16 @@ final class Engine: @unchecked Sendable {
     }
 
     func gather(now: Date) -> Gathered {
+        // The selection pass spends most of its time waiting for other processes
+        // to answer; the files and the mirror are read meanwhile, not after it.
+        let group = DispatchGroup()
+        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus])>(([], [], []))
+        DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+            var part = Gathered()
+            gatherSelections(into: &part, now: now)
+            selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
+        }
         var gathered = Gathered()
-        gatherSelections(into: &gathered, now: now)
         if configuration.usesFiles {
             gatherFileSlots(into: &gathered, now: now)
             gatherLocalCache(into: &gathered, now: now)
@@ -98,6 +107,13 @@ final class Engine: @unchecked Sendable {
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
         gatherMirror(into: &gathered, now: now)
+        group.wait()
+        // Selections first, as if they had been read first: the same order every time.
+        selections.withLock { part in
+            gathered.candidates = part.candidates + gathered.candidates
+            gathered.rejected = part.rejected + gathered.rejected
+            gathered.sources = part.sources + gathered.sources
+        }
         return gathered
     }
 
@@ -279,7 +295,11 @@ final class Engine: @unchecked Sendable {
         if let mirror, let read = gathered.mirrorRead {
             let mirrorRecord = SlotRecord(id: record.id, app: app.id, vendor: app.vendor, born: record.born,
                                           written: record.written, optOut: false)
-            repairs.append(repairFile("mirror", current: read, record: mirrorRecord, quarantine: { () throws(StoreUnavailable) in
+            // The mirror is the vendor's, not one app's: which app wrote it last does
+            // not count in the vote, so rewriting it for that alone would make every
+            // app of a vendor rewrite it (an fsync, or a keyring write) on every resolution.
+            repairs.append(repairFile("mirror", current: read, record: mirrorRecord, ignoringWriter: true,
+                                      quarantine: { () throws(StoreUnavailable) in
                 if let file = mirror as? FileVendorMirror { _ = try file.quarantine(vendor: app.vendor, now: now) }
             }, write: { () throws(StoreUnavailable) in try mirror.write(mirrorRecord.encoded(), vendor: app.vendor) }))
         }
@@ -317,14 +337,15 @@ final class Engine: @unchecked Sendable {
     /// Writes `record` unless the place already holds it, or cannot be read:
     /// a store whose content is unknown is never overwritten. A corrupt file is
     /// moved aside first, so its bytes are not lost.
-    private func repairFile(_ place: String, current: StoreRead, record: SlotRecord,
+    private func repairFile(_ place: String, current: StoreRead, record: SlotRecord, ignoringWriter: Bool = false,
                             quarantine: () throws(StoreUnavailable) -> Void,
                             write: () throws(StoreUnavailable) -> Void) -> Repair {
         switch current {
         case .found(let bytes):
             // An opted-out record carries no identifier, so its times do not matter.
             if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.optOut == record.optOut,
-               held.born == record.born || record.optOut, held.app == record.app, held.vendor == record.vendor {
+               held.born == record.born || record.optOut, ignoringWriter || held.app == record.app,
+               held.vendor == record.vendor {
                 return Repair(place, .unchanged)
             }
         case .absent:

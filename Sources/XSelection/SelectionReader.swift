@@ -21,11 +21,20 @@ public final class SelectionReader: @unchecked Sendable {
         public var deadline: Duration
         /// The most bytes accepted for one selection; a larger value is reported as too large and not buffered.
         public var maxBytes: Int
+        /// How many selections may be in conversion at once; nil (the default) asks for all of them before
+        /// awaiting any answer.
+        ///
+        /// A selection counts as in conversion from its request until its value has been read. A depth of 1
+        /// reads one selection at a time, each conversion and property read awaited before the next is asked
+        /// for, as simple requestors do; it costs a round trip or more per selection and is there to spare
+        /// owners that cannot take a burst, and to measure what pipelining saves.
+        public var pipelineDepth: Int?
 
-        /// Creates options; the defaults are a 250 ms deadline and a 64 KiB cap.
-        public init(deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024) {
+        /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap and a fully pipelined pass.
+        public init(deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024, pipelineDepth: Int? = nil) {
             self.deadline = deadline
             self.maxBytes = maxBytes
+            self.pipelineDepth = pipelineDepth
         }
     }
 
@@ -66,6 +75,19 @@ public final class SelectionReader: @unchecked Sendable {
                   value.format == 32 else { return nil }
             return core.connection.names(of: value.items32.map(UInt.init))
         }
+    }
+
+    /// Makes one round trip to the server: sends a request that changes nothing and waits for its reply.
+    ///
+    /// It is the request `XSync` sends. No conversation with the server can be
+    /// faster, which makes its duration the unit to measure selection reads in,
+    /// and a quick check that the server still answers.
+    ///
+    /// - Parameter deadline: How long to wait for the reply.
+    /// - Throws: `XSelectionError` when the connection is lost, or `timedOut` when
+    ///   the server does not answer in time (another client may hold a server grab).
+    public func roundTrip(deadline: Duration = .seconds(2)) throws(XSelectionError) {
+        try withCore { core throws(XSelectionError) in try core.connection.roundTrip(deadline: .now + deadline) }
     }
 
     /// The current owner of each of `selections`, asked in one round trip.

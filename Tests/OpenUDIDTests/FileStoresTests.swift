@@ -222,6 +222,24 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
         #expect(names(in: directory.path) == [])
     }
 
+    @Test func anotherAppOfTheVendorLeavesAnAgreeingMirrorAsItIs() throws {
+        let directory = try TemporaryDirectory()
+        let environment = ["HOME": directory.path, "XDG_DATA_HOME": directory.appending("data"), "XDG_CONFIG_HOME": directory.appending("config")]
+        let configuration = OpenUDID.Configuration(usesSelections: false, mirror: .file, environment: environment)
+        let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration).resolve()
+        #expect(notes.repairs.first { $0.place == "mirror" }?.outcome == .written)
+        let mirror = FileVendorMirror(paths: try StoragePaths(environment: environment))
+        guard case .found(let written) = mirror.read(vendor: "com.acme") else {
+            Issue.record("the first app wrote no mirror")
+            return
+        }
+        // The second app agrees with the mirror; which app wrote it last is no reason to write it again.
+        let photos = try OpenUDID(app: "com.acme.photos", configuration: configuration).resolve()
+        #expect(photos.identifier == notes.identifier)
+        #expect(photos.repairs.first { $0.place == "mirror" }?.outcome == .unchanged)
+        #expect(mirror.read(vendor: "com.acme") == .found(written))
+    }
+
     @Test func worksThroughTheProtocol() throws {
         let directory = try TemporaryDirectory()
         let store: any VendorMirrorStore = FileVendorMirror(directory: directory.path)

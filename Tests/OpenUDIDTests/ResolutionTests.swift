@@ -258,6 +258,24 @@ let scenarios: [Scenario] = [
         }
     }
 
+    @Test func appsOfDifferentVendorsAgreeThoughEachSeesOnlyItsOwnMirror() {
+        // Started at the same moment, each app generated its own identifier and
+        // wrote it to its vendor's mirror; the selections and file slots are
+        // visible to both, each vendor's mirror only to that vendor's app.
+        let shared = [selection(0, client: 1, idA, app: "com.acme.notes", born: year2021),
+                      fileSlot(idA, app: "com.acme.notes", born: year2021),
+                      selection(1, client: 2, idB, app: "org.other.mail", born: year2021),
+                      fileSlot(idB, app: "org.other.mail", born: year2021)]
+        let notes = Resolution.resolve(candidates: shared + [localCache(idA, app: "com.acme.notes", born: year2021),
+                                                            mirror(idA, vendor: "com.acme", born: year2021)],
+                                       local: record(idA, app: "com.acme.notes", born: year2021)) { freshValue }
+        let mail = Resolution.resolve(candidates: shared + [localCache(idB, app: "org.other.mail", born: year2021),
+                                                           mirror(idB, vendor: "org.other", born: year2021)],
+                                      local: record(idB, app: "org.other.mail", born: year2021)) { freshValue }
+        #expect(notes.identifier == mail.identifier)
+        #expect(notes.identifier == idA, "a tie of equal births goes to the smaller identifier")
+    }
+
     @Test func generatesOnlyWhenNobodyVotes() {
         var calls = 0
         _ = Resolution.resolve(candidates: honestApps, local: nil) {

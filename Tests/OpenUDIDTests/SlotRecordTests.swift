@@ -254,6 +254,56 @@ func json(replacing field: String, with value: String?) -> String {
         #expect(accepted < 6000)
     }
 
+    @Test func theShortcutForEncodedRecordsAgreesWithTheGeneralParser() throws {
+        var generator = SystemRandomNumberGenerator()
+        func outcome(_ result: () throws(RecordError) -> SlotRecord) -> Result<SlotRecord, RecordError> {
+            do { return .success(try result()) } catch { return .failure(error) }
+        }
+        let apps = ["com.acme.notes", "org.x.y-z_9", "a.b", String(repeating: "q", count: 60) + ".app"]
+        var inputs: [Data] = []
+        for _ in 0..<300 {
+            let id: Identifier = Int.random(in: 0..<10, using: &generator) == 0 ? .optedOut : .random()
+            let born = Int64.random(in: SlotRecord.earliestTime - 5...testNowMilliseconds + SlotRecord.futureTolerance + 5, using: &generator)
+            let record = SlotRecord(id: id, app: apps.randomElement(using: &generator)!, vendor: "com.acme", born: born,
+                                    written: testNowMilliseconds, optOut: id.isOptedOut)
+            let encoded = record.encoded()
+            inputs.append(encoded)
+            // One byte changed, dropped or doubled, anywhere.
+            var bytes = [UInt8](encoded)
+            let at = Int.random(in: 0..<bytes.count, using: &generator)
+            switch Int.random(in: 0..<3, using: &generator) {
+            case 0: bytes[at] = UInt8.random(in: 0...255, using: &generator)
+            case 1: bytes.remove(at: at)
+            default: bytes.insert(bytes[at], at: at)
+            }
+            inputs.append(Data(bytes))
+        }
+        // Valid records the shortcut must leave to the general parser, and near misses.
+        let canonical = String(decoding: sampleRecord(id: .random()).encoded(), as: UTF8.self)
+        for variant in [canonical.replacingOccurrences(of: ",", with: ", "),
+                        canonical.replacingOccurrences(of: "\"born\":", with: "\"born\":0"),
+                        canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":1.0"),
+                        canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":1e0"),
+                        canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":-0"),
+                        canonical.replacingOccurrences(of: "com.acme.notes", with: "com.acme.n\\u006ftes"),
+                        canonical.replacingOccurrences(of: "}", with: ",\"extra\":[1,{}]}"),
+                        canonical.replacingOccurrences(of: "1700000000000", with: "99999999999999999999"),
+                        canonical + " ", " " + canonical] {
+            inputs.append(Data(variant.utf8))
+        }
+        var shortcutTaken = 0
+        for input in inputs {
+            let fast = outcome { () throws(RecordError) in try SlotRecord.parse(input, now: testNow) }
+            let general = outcome { () throws(RecordError) in try SlotRecord.parseGenerally(input, now: testNow) }
+            #expect(fast == general, "\(String(decoding: input, as: UTF8.self))")
+            if SlotRecord.canonical(input, now: testNow) != nil { shortcutTaken += 1 }
+        }
+        // The shortcut did serve the valid encoded records (most of the unmutated ones).
+        #expect(shortcutTaken > 150)
+        // A reader clock before 2010 accepts nothing, and does not trap.
+        #expect(SlotRecord.canonical(sampleRecord().encoded(), now: Date(timeIntervalSince1970: 0)) == nil)
+    }
+
     @Test func messagesNameTheFieldAndTheValue() throws {
         let old = json(replacing: "born", with: "946598400000")
         do {

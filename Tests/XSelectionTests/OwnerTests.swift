@@ -108,4 +108,18 @@ import TestSupport
         #expect(outcome?.value?.bytes == bytes)
         #expect(owner.statistics.incrCompleted == 1)
     }
+
+    @Test func answersTheLastRequestOfEveryBurst() throws {
+        // A plain-Xlib reader sends ten conversions at once and waits for all ten
+        // answers, two thousand times; it has no deadline, so one request the
+        // owner leaves unanswered stops it, and the run times out.
+        let owner = try SelectionOwner(display: display)
+        for index in 0..<10 { try owner.claim(SelectionName("_T_OWNER_BURST_\(index)"), payloads: [text("burst \(index)")]) }
+        let result = try runCommand(Tools.product("xselection-helper"),
+                                    ["time", "--what", "pipelined", "--prefix", "_T_OWNER_BURST_", "--count", "10", "--warmup", "0", "--reps", "2000"],
+                                    environment: ["DISPLAY": display], timeout: 30)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.split(separator: "\n").count == 2000)
+        #expect(owner.statistics.answered == 20_000)
+    }
 }

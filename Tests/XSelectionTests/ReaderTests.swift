@@ -127,4 +127,83 @@ enum SharedServer {
         #expect(bytes == 10 << 20)
         _ = hostile
     }
+
+    @Test func readsIncrementalAndPlainAnswersInOnePassAndAgain() throws {
+        // The requestor window watches property changes only while an INCR
+        // transfer runs; a pass that mixes both kinds, and the plain pass after
+        // it, must each come out whole.
+        let size = 300_000
+        let large = try startSelectionHelper(display: display, ["own", "--prefix", "_T_MIXED_LARGE_", "--count", "2", "--size", "\(size)",
+                                                                "--incr-threshold", "32768", "--target", "application/octet-stream"])
+        let small = try startSelectionHelper(display: display, ["own", "--prefix", "_T_MIXED_SMALL_", "--count", "3", "--text", "s {i}",
+                                                                "--target", "application/octet-stream"])
+        let reader = try SelectionReader(display: display)
+        let names = (0..<2).map { SelectionName("_T_MIXED_LARGE_\($0)") } + (0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }
+        let expected = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        for pass in 0..<2 {
+            let outcomes = try reader.read(names, target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
+            for index in 0..<2 {
+                let value = try #require(outcomes[SelectionName("_T_MIXED_LARGE_\(index)")]?.value, "pass \(pass)")
+                #expect(value.incremental)
+                #expect(value.bytes == expected)
+            }
+            for index in 0..<3 {
+                #expect(outcomes[SelectionName("_T_MIXED_SMALL_\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "s \(index)")
+            }
+        }
+        let plain = try reader.read((0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }, target: "application/octet-stream",
+                                    options: .init(deadline: .seconds(5)))
+        #expect(plain.values.allSatisfy { $0.value?.incremental == false })
+        _ = (large, small)
+    }
+
+    @Test func aDepthOfOneAsksForTheNextSelectionOnlyOnceTheLastIsRead() throws {
+        // Names sort in reading order: the silent owner's selection comes first.
+        let silent = try startSelectionHelper(display: display, ["hostile", "--selection", "_T_DEPTH_A", "--behavior", "silent"])
+        let honest = try startSelectionHelper(display: display, ["own", "--prefix", "_T_DEPTH_B", "--count", "3", "--text", "b {i}"])
+        let reader = try SelectionReader(display: display)
+        let names: [SelectionName] = ["_T_DEPTH_A", "_T_DEPTH_B0", "_T_DEPTH_B1", "_T_DEPTH_B2"]
+
+        // One at a time: the silent owner holds the pass, and the others are never asked.
+        let sequential = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .milliseconds(300), pipelineDepth: 1))
+        for name in names {
+            guard case .timedOut(let owner)? = sequential[name] else {
+                Issue.record("\(name): expected a time-out at depth 1, got \(String(describing: sequential[name]))")
+                continue
+            }
+            #expect(owner != nil, "\(name) has an owner, known before any conversion")
+        }
+
+        // Two lanes: the silent owner blocks one, the others pass through the other.
+        let twoLanes = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(2), pipelineDepth: 2))
+        guard case .timedOut? = twoLanes["_T_DEPTH_A"] else {
+            Issue.record("expected the silent owner to time out, got \(String(describing: twoLanes["_T_DEPTH_A"]))")
+            return
+        }
+        for index in 0..<3 {
+            #expect(twoLanes[SelectionName("_T_DEPTH_B\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "b \(index)")
+        }
+        _ = (silent, honest)
+    }
+
+    @Test func aDepthOfOneReadsWhatAPipelinedPassReads() throws {
+        let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_DEPTH_SAME_", "--count", "20", "--text", "v {i}"])
+        let reader = try SelectionReader(display: display)
+        let names = (0..<20).map { SelectionName("_T_DEPTH_SAME_\($0)") } + ["_T_DEPTH_NOBODY"]
+        let pipelined = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(5)))
+        let sequential = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(5), pipelineDepth: 1))
+        #expect(sequential == pipelined)
+        #expect(sequential["_T_DEPTH_NOBODY"] == .noOwner)
+        #expect(sequential["_T_DEPTH_SAME_7"]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "v 7")
+        _ = helper
+    }
+
+    @Test func aRoundTripReturnsWhileTheServerAnswersAndFailsOnceClosed() throws {
+        let reader = try SelectionReader(display: display)
+        for _ in 0..<50 { try reader.roundTrip() }
+        // The reader still reads after round trips (their replies leave nothing behind).
+        #expect(try reader.read("_T_ROUND_TRIP_NOBODY", target: "UTF8_STRING", options: .init(deadline: .seconds(5))) == .noOwner)
+        reader.close()
+        #expect(throws: XSelectionError.self) { try reader.roundTrip() }
+    }
 }

@@ -21,6 +21,16 @@ extension SlotRecord {
     /// - Throws: `RecordError` saying what is wrong.
     public static func parse(_ data: Data, now: Date = Date()) throws(RecordError) -> SlotRecord {
         guard data.count <= maximumSize else { throw RecordError(.tooLarge(bytes: data.count)) }
+        // Every writer of this format produces one exact shape (`encoded()`), and
+        // a reader parses a hundred or more records per resolution. That shape is
+        // read directly; anything else, valid or not, takes the general way
+        // below, which alone decides what else is accepted and why not.
+        if let record = canonical(data, now: now) { return record }
+        return try parseGenerally(data, now: now)
+    }
+
+    /// The general parser behind `parse(_:now:)`, for any JSON spelling of a record.
+    static func parseGenerally(_ data: Data, now: Date) throws(RecordError) -> SlotRecord {
         let bytes = [UInt8](data)
         guard String(validating: bytes, as: UTF8.self) != nil else { throw RecordError(.invalidUTF8) }
         try rejectNonJSONBytes(bytes)
@@ -74,6 +84,35 @@ extension SlotRecord {
 
         return SlotRecord(version: currentVersion, id: id, app: app, vendor: vendor,
                           born: born, written: written, optOut: optOut)
+    }
+
+    /// The record, if `data` is exactly what `encoded()` writes for a record
+    /// that passes every check of the general parser; nil for anything else.
+    ///
+    /// Strings must be printable ASCII without escapes (valid ids and vendors
+    /// are), numbers plain JSON integers that fit in 64 bits, and the fields
+    /// in `encoded()`'s order with no space. For such input JSONSerialization
+    /// yields the same values, and the same checks follow, so both ways agree.
+    static func canonical(_ data: Data, now: Date) -> SlotRecord? {
+        data.withUnsafeBytes { raw -> SlotRecord? in
+            var scanner = CanonicalScanner(bytes: raw)
+            guard scanner.take("{\"app\":"), let app = scanner.string(),
+                  scanner.take(",\"born\":"), let born = scanner.integer(),
+                  scanner.take(",\"id\":"), let idText = scanner.string(),
+                  scanner.take(",\"optOut\":"), let optOut = scanner.boolean(),
+                  scanner.take(",\"v\":"), let version = scanner.integer(),
+                  scanner.take(",\"vendor\":"), let vendor = scanner.string(),
+                  scanner.take(",\"written\":"), let written = scanner.integer(),
+                  scanner.take("}"), scanner.isAtEnd else { return nil }
+            guard version == Int64(currentVersion), let id = try? Identifier(parsing: idText),
+                  AppIdentity.isValid(app), AppIdentity.isValid(vendor) else { return nil }
+            let latest = Milliseconds.since1970(now).addingReportingOverflow(futureTolerance)
+            let latestTime = latest.overflow ? Int64.max : latest.partialValue
+            guard born >= earliestTime, written >= earliestTime, born <= latestTime, written <= latestTime,
+                  optOut == id.isOptedOut else { return nil }
+            return SlotRecord(version: currentVersion, id: id, app: app, vendor: vendor,
+                              born: born, written: written, optOut: optOut)
+        }
     }
 
     /// Rejects bytes that valid UTF-8 JSON never contains.
@@ -215,5 +254,62 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
                 ? "optOut is true but id is not all zeros"
                 : "id is all zeros (the opt-out value) but optOut is false"
         }
+    }
+}
+
+/// Reads the fixed shape of an encoded record; every method returns nil (or
+/// false) at the first byte that does not fit, without consuming further.
+private struct CanonicalScanner {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    var isAtEnd: Bool { position == bytes.count }
+
+    mutating func take(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count - position >= count else { return false }
+        for offset in 0..<count where bytes[position + offset] != literal.utf8Start[offset] { return false }
+        position += count
+        return true
+    }
+
+    /// A string of printable ASCII other than `"` and `\`.
+    mutating func string() -> String? {
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { return nil }
+        let start = position + 1
+        var end = start
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+            guard (0x20...0x7E).contains(bytes[end]), bytes[end] != UInt8(ascii: "\\") else { return nil }
+            end += 1
+        }
+        guard end < bytes.count else { return nil }
+        position = end + 1
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+    }
+
+    /// A JSON integer (no fraction, no exponent, no leading zero) within Int64.
+    mutating func integer() -> Int64? {
+        var index = position
+        let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        let first = index
+        var value: Int64 = 0
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            let digit = Int64(bytes[index] - UInt8(ascii: "0"))
+            let shifted = value.multipliedReportingOverflow(by: 10)
+            let added = negative ? shifted.partialValue.subtractingReportingOverflow(digit) : shifted.partialValue.addingReportingOverflow(digit)
+            guard !shifted.overflow, !added.overflow else { return nil }
+            value = added.partialValue
+            index += 1
+        }
+        guard index > first, !(bytes[first] == UInt8(ascii: "0") && index - first > 1) else { return nil }
+        position = index
+        return value
+    }
+
+    mutating func boolean() -> Bool? {
+        if take("true") { return true }
+        if take("false") { return false }
+        return nil
     }
 }

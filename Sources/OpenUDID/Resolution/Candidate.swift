@@ -53,13 +53,25 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Candidate {
-    /// A total order on candidates that depends on nothing but their content.
+    /// A total order on candidates that depends on nothing but their content:
+    /// by source (`sourceKey()`), then by encoded record.
     ///
     /// Every tie the voting rule cannot break on meaning is broken by this
     /// order, which is what makes the outcome independent of the order
     /// candidates were gathered in. Strings compare by UTF-8 bytes, since
-    /// Swift's `<` treats canonically equivalent strings as equal.
-    func sortKey() -> [UInt8] {
+    /// Swift's `<` treats canonically equivalent strings as equal. Encoding a
+    /// record costs more than the rest of the comparison, and two candidates
+    /// rarely share a source, so records are encoded only then.
+    ///
+    /// - Parameter sourceKeys: This candidate's and `other`'s `sourceKey()`, computed once by the caller.
+    func precedes(_ other: Candidate, sourceKeys: ([UInt8], [UInt8])) -> Bool {
+        if sourceKeys.0 != sourceKeys.1 { return sourceKeys.0.lexicographicallyPrecedes(sourceKeys.1) }
+        return record.encoded().lexicographicallyPrecedes(other.record.encoded())
+    }
+
+    /// The source's part of the order: a tag, then fixed-width numbers or
+    /// length-prefixed strings, so no source's key is a prefix of another's.
+    func sourceKey() -> [UInt8] {
         var key: [UInt8] = []
         func append(_ value: UInt64) {
             for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
@@ -85,7 +97,6 @@ extension Candidate {
             append(store)
             append(vendor)
         }
-        key.append(contentsOf: record.encoded())
         return key
     }
 }

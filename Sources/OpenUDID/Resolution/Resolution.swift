@@ -63,7 +63,9 @@ public struct Resolution: Sendable, Hashable {
             case sameClient(counted: Candidate.Source)
             /// Its app's ballot is the record at `counted`.
             case sameApp(counted: Candidate.Source)
-            /// Its vendor's mirror ballot is the record at `counted`.
+            /// Its vendor is already represented by the ballot at `counted`: the
+            /// mirror's copy in another store, or an app of the vendor that
+            /// votes for the same identifier.
             case sameVendor(counted: Candidate.Source)
             /// The ballot is opted out.
             case optedOut
@@ -195,8 +197,8 @@ private struct Ballots {
     }
 
     init(_ candidates: [Candidate], app: String?) {
-        let entries = candidates.map { ($0, $0.sortKey()) }
-            .sorted { $0.1.lexicographicallyPrecedes($1.1) }
+        let entries = candidates.map { ($0, $0.sourceKey()) }
+            .sorted { $0.0.precedes($1.0, sourceKeys: ($0.1, $1.1)) }
             .enumerated().map { Entry(candidate: $0.element.0, rank: $0.offset) }
         var ignored: [(Entry, Resolution.Ignored.Reason)] = []
 

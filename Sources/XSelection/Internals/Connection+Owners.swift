@@ -36,4 +36,23 @@ extension Connection {
         }
         return owners
     }
+
+    /// Sends GetInputFocus (what XSync sends) and waits for its reply.
+    func roundTrip(deadline: ContinuousClock.Instant) throws(XSelectionError) {
+        try checkAlive()
+        let cookie = xcb_get_input_focus(xcb).sequence
+        flush()
+        while true {
+            try checkAlive()
+            var replyPointer: UnsafeMutableRawPointer?
+            var errorPointer: UnsafeMutablePointer<xcb_generic_error_t>?
+            if xcb_poll_for_reply(xcb, cookie, &replyPointer, &errorPointer) != 0 {
+                free(replyPointer)
+                free(errorPointer)
+                return
+            }
+            guard ContinuousClock.now < deadline else { throw .timedOut(name, "a round trip") }
+            if waitReadable(until: deadline).x { _ = pending() }
+        }
+    }
 }

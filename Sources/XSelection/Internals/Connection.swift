@@ -78,20 +78,29 @@ final class Connection {
     func client(of window: UInt) -> XClient { XClient(UInt32(truncatingIfNeeded: window) & ~resourceMask) }
 
     /// Interns every name in one round trip (names already known cost nothing).
+    ///
+    /// The requests go out through xcb and their replies are collected in
+    /// order: XInternAtoms does the same round trip, but tries a read of the
+    /// socket before taking each reply, a failed system call per atom.
     func atoms(_ names: [String]) throws(XSelectionError) -> [UInt] {
         let missing = Array(Set(names.filter { atomsByName[$0] == nil })).sorted()
         if !missing.isEmpty {
             try checkAlive()
-            var cStrings = missing.map { strdup($0) }
-            defer { cStrings.forEach { free($0) } }
-            var result = [UInt](repeating: 0, count: missing.count)
-            let status = cStrings.withUnsafeMutableBufferPointer { names in
-                result.withUnsafeMutableBufferPointer { atoms in
-                    XInternAtoms(display, names.baseAddress, Int32(missing.count), 0, atoms.baseAddress)
+            let cookies = missing.map { atomName in
+                atomName.utf8CString.withUnsafeBufferPointer { text in
+                    xcb_intern_atom(xcb, 0, UInt16(text.count - 1), text.baseAddress)
                 }
             }
+            var result: [UInt] = []
+            result.reserveCapacity(cookies.count)
+            for cookie in cookies {
+                // Blocking is safe here: the server answers InternAtom itself, at once.
+                let reply = xcb_intern_atom_reply(xcb, cookie, nil)
+                result.append(UInt(reply?.pointee.atom ?? 0))
+                free(reply)
+            }
             try checkAlive()
-            guard status != 0 else { throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms") }
+            guard !result.contains(0) else { throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms") }
             for (atomName, atom) in zip(missing, result) {
                 atomsByName[atomName] = atom
                 namesByAtom[atom] = atomName
@@ -124,11 +133,11 @@ final class Connection {
         return atoms.map { $0 == 0 ? "None" : namesByAtom[$0] ?? "atom \($0)" }
     }
 
-    /// Creates an unmapped window of our own that receives property changes.
-    func createWindow() throws(XSelectionError) -> UInt {
+    /// Creates an unmapped window of our own, by default one that receives property changes.
+    func createWindow(selectingPropertyChanges: Bool = true) throws(XSelectionError) -> UInt {
         try checkAlive()
         let window = XCreateSimpleWindow(display, root, -10, -10, 1, 1, 0, 0, 0)
-        XSelectInput(display, window, PropertyChangeMask)
+        if selectingPropertyChanges { XSelectInput(display, window, PropertyChangeMask) }
         return window
     }
 

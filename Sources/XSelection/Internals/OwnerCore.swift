@@ -99,7 +99,7 @@ final class OwnerCore {
                 handled += 1
             }
             blamePeerErrors()
-            expireTransfers()
+            _ = expireTransfers() // what it writes goes out with the flush below
             // libX11 reads every event the server has sent whenever it flushes;
             // with nothing to send, that reading only swells the queue.
             if connection.nextRequestSerial != flushedSerial {
@@ -387,12 +387,16 @@ final class OwnerCore {
         }
     }
 
-    private func expireTransfers() {
+    /// Drops transfers whose requestor stopped taking chunks; returns whether any was dropped.
+    private func expireTransfers() -> Bool {
         let now = ContinuousClock.now
+        var expired = false
         for (key, transfer) in transfers where transfer.deadline <= now {
             finish(key)
             shared.count { $0.incrDropped += 1 }
+            expired = true
         }
+        return expired
     }
 
     // MARK: Errors caused by peers

@@ -6,6 +6,10 @@ final class ReaderCore {
     let connection: Connection
     private let window: UInt
     private let incrAtom: UInt
+    /// The slots of the current pass with a property read outstanding, in the
+    /// order the reads were sent, which is the order their replies arrive in.
+    private var readOrder: [Int] = []
+    private var readHead = 0
 
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
@@ -23,6 +27,7 @@ final class ReaderCore {
     }
 
     private struct Slot {
+        var index: Int
         var name: SelectionName
         var atom: UInt
         var owner: SelectionHolder?
@@ -55,23 +60,36 @@ final class ReaderCore {
         let time = try connection.serverTime(window: window)
 
         let cap = max(options.maxBytes, 0)
-        var slots = zip(unique, atoms).map { Slot(name: $0, atom: $1, transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom)) }
+        var slots = zip(unique, atoms).enumerated().map { index, pair in
+            Slot(index: index, name: pair.0, atom: pair.1, transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom))
+        }
+        readOrder.removeAll(keepingCapacity: true)
+        readHead = 0
         var indexByAtom: [UInt: Int] = [:]
         for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
 
-        // Pipeline: owner queries, then every conversion, then one flush. Each
-        // selection converts into a property named after itself on our window,
-        // so no extra atoms are needed and answers cannot collide.
+        // Pipeline: owner queries, then every conversion the depth allows, then
+        // one flush. Each selection converts into a property named after itself
+        // on our window, so no extra atoms are needed and answers cannot collide.
         let ownerCookies = slots.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0.atom)).sequence }
-        for slot in slots {
-            XDeleteProperty(connection.display, window, slot.atom)
-            XConvertSelection(connection.display, slot.atom, targetAtom, slot.atom, window, time)
+        let depth = max(options.pipelineDepth ?? slots.count, 1)
+        // The slots asked for and not yet done; only these need looking at.
+        var active: [Int] = []
+        var issued = 0
+        func issueUpToDepth() {
+            while active.count < depth && issued < slots.count {
+                XDeleteProperty(connection.display, window, slots[issued].atom)
+                XConvertSelection(connection.display, slots[issued].atom, targetAtom, slots[issued].atom, window, time)
+                active.append(issued)
+                issued += 1
+            }
         }
+        issueUpToDepth()
         connection.flush()
         let owners = try connection.collectOwners(ownerCookies, deadline: deadline)
         for index in slots.indices { slots[index].owner = owners[index] }
 
-        while slots.contains(where: { !$0.isDone }) {
+        while !active.isEmpty {
             try connection.checkAlive()
             var progressed = false
             // Events that have arrived. Not QueuedAlready: xcb_poll_for_reply
@@ -85,11 +103,16 @@ final class ReaderCore {
                 progressed = true
                 handle(event, slots: &slots, indexByAtom: indexByAtom, time: time)
             }
-            // Replies already read from the socket.
-            for index in slots.indices {
-                if collectReply(&slots[index]) { progressed = true }
+            // Replies come in the order their requests went out: take them from
+            // the front and stop at the first that has not come. Polling every
+            // outstanding read instead costs a failed recvmsg for each one.
+            while readHead < readOrder.count, collectReply(&slots[readOrder[readHead]]) {
+                readHead += 1
+                progressed = true
             }
             if progressed {
+                active.removeAll { slots[$0].isDone }
+                issueUpToDepth()
                 connection.flush()
                 continue
             }
@@ -138,6 +161,7 @@ final class ReaderCore {
                 let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
                                               slots[index].transfer.nextReadLength)
                 slots[index].stage = .readingValue(cookie: cookie.sequence)
+                readOrder.append(index)
             }
         case PropertyNotify:
             let notify = event.xproperty
@@ -160,6 +184,7 @@ final class ReaderCore {
                                       slot.transfer.nextReadLength)
         slot.stage = .readingChunk(cookie: cookie.sequence)
         slot.newValueSeen = false
+        readOrder.append(slot.index)
     }
 
     // MARK: Replies

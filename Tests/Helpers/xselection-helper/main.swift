@@ -9,15 +9,19 @@
 //   xselection-helper request --selection NAME --targets T --die-after-first-chunk
 //   xselection-helper host-error-handler --selection NAME
 //   xselection-helper open [--display D]
+//   xselection-helper time --what roundtrip|unowned|sequential|pipelined --prefix P --count N
+//                          [--target T] [--warmup W] [--reps R]
+//   xselection-helper flood-rate --selection NAME [--target T] [--window K] [--interval-ms MS] [--intervals N]
 //
-// Prints "ready <window> <client>" once it serves, "lost <name>" when a selection
-// is taken from it, and runs until killed.
+// As an owner it prints "ready <window> <client>" once it serves, "lost <name>" when
+// a selection is taken from it, and runs until killed. `time` and `flood-rate` are the
+// plain-Xlib baselines of the benchmark; they print their figures and exit.
 import Foundation
 import XSelection
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let mode = arguments.first else {
-    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile|request|host-error-handler|open ...\n".utf8))
+    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile|request|host-error-handler|open|time|flood|flood-rate ...\n".utf8))
     exit(2)
 }
 
@@ -98,6 +102,14 @@ case "host-error-handler":
     runHostWithErrorHandler(selection: option("--selection") ?? "_XSELECTION_HOST")
 case "open":
     runOpen(display: option("--display"))
+case "time":
+    runTiming(what: option("--what") ?? "roundtrip", prefix: option("--prefix") ?? "_XSELECTION_TIME_",
+              count: Int(option("--count") ?? "100") ?? 100, target: option("--target") ?? "UTF8_STRING",
+              warmup: Int(option("--warmup") ?? "10") ?? 10, reps: Int(option("--reps") ?? "50") ?? 50)
+case "flood-rate":
+    runRateFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
+             window: Int(option("--window") ?? "64") ?? 64, intervalMilliseconds: Int(option("--interval-ms") ?? "500") ?? 500,
+             intervals: Int(option("--intervals") ?? "5") ?? 5)
 default:
     FileHandle.standardError.write(Data("xselection-helper: unknown mode \(mode)\n".utf8))
     exit(2)
