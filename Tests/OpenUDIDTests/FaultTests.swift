@@ -163,7 +163,7 @@ import TestSupport
         let before = try snapshot(session.home.dataHome.path)
         try mount.remountReadOnly()
 
-        let report = try session.report("com.acme.photos", Self.file)
+        let report = try session.report("org.indie.chess", Self.file)
         #expect(report["id"] as? String == shared)
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
@@ -185,7 +185,7 @@ import TestSupport
         try fillDisk(filler)
         let before = try snapshot(session.home.dataHome.path, excluding: filler)
 
-        let report = try session.report("com.acme.photos", Self.file)
+        let report = try session.report("org.indie.chess", Self.file)
         #expect(report["id"] as? String == shared)
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
@@ -197,7 +197,7 @@ import TestSupport
         #expect(try snapshot(session.home.dataHome.path, excluding: filler) == before)
 
         try FileManager.default.removeItem(atPath: filler)
-        let freed = try session.report("com.acme.photos", Self.file)
+        let freed = try session.report("org.indie.chess", Self.file)
         #expect(freed["id"] as? String == shared)
         #expect(freed.repair("file slot")?.outcome == "written")
     }
@@ -215,7 +215,7 @@ import TestSupport
         let openudid = Tools.product("openudid").path
         let result = try runCommand(URL(fileURLWithPath: "/bin/sh"),
                                     ["-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\"", openudid,
-                                     "get", "--app", "com.acme.photos", "--json"] + Self.file + session.commonArguments,
+                                     "get", "--app", "org.indie.chess", "--json"] + Self.file + session.commonArguments,
                                     environment: session.environment)
         #expect(result.status == 0, "\(result.standardError)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
