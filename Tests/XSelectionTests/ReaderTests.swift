@@ -43,6 +43,20 @@ enum SharedServer {
         _ = helper
     }
 
+    @Test func readsAThousandSelectionsOfOneOwnerPassAfterPass() throws {
+        // An owner under load sheds a flooding client's excess requests; an
+        // honest pipelined reader of many selections must never count as one.
+        let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_THOUSAND_", "--count", "1000", "--text", "v{i}"])
+        let reader = try SelectionReader(display: display)
+        let names = (0..<1000).map { SelectionName("_T_THOUSAND_\($0)") }
+        for pass in 0..<3 {
+            let outcomes = try reader.read(names, target: "UTF8_STRING", options: .init(deadline: .seconds(10)))
+            let read = names.filter { outcomes[$0]?.value?.bytes == Array("v\(names.firstIndex(of: $0) ?? -1)".utf8) }
+            #expect(read.count == 1000, "pass \(pass): \(read.count) of 1000")
+        }
+        _ = helper
+    }
+
     @Test func reportsNoOwnerAndRefusalDistinctly() throws {
         let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_REFUSE", "--text", "x"])
         let reader = try SelectionReader(display: display)

@@ -76,12 +76,15 @@ final class OwnerCore {
 
     /// The most events handled before the host's posted work gets a turn.
     static let eventsPerTurn = 512
-    /// Queued events beyond which the owner counts as behind.
-    static let backlogLimit = 256
+    /// Queued events beyond which the owner counts as behind. Well above what
+    /// honest readers send at once (one request per selection held, and a
+    /// pipelined pass over even 1000 selections of one owner stays below it),
+    /// far below what a flood piles up.
+    static let backlogLimit = 2048
     /// Requests a requestor client may have answered in a burst while the owner is behind.
-    static let requestBurst = 256.0
+    static let requestBurst = 2048.0
     /// The rate at which that allowance comes back, per second.
-    static let requestsPerSecond = 256.0
+    static let requestsPerSecond = 2048.0
 
     // MARK: The loop
 
