@@ -60,7 +60,7 @@ import XSelection
         let thief = try SelectionOwner(display: SharedDisplay.display)
         try thief.claim(SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
                         payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
-        #expect(eventually(timeout: 5) { participation.slot == 1 })
+        #expect(eventually(timeout: 15) { participation.slot == 1 }, "slot: \(String(describing: participation.slot))")
         let survey = try Survey.take(configuration: configuration(session))
         let moved = survey.entries.first { $0.kind == "selection" && $0.slot == 1 }
         #expect((try? moved?.record.get())?.app == "com.acme.notes")

@@ -4,8 +4,15 @@ import Foundation
 /// The connection and pass logic behind `SelectionReader`.
 final class ReaderCore {
     let connection: Connection
+    /// The requestor window: owners write answers to its properties. It
+    /// selects no events unless an INCR transfer needs them, so that an answer
+    /// does not also cost the server and us two PropertyNotify events.
     private let window: UInt
+    /// A window of ours that selects PropertyChangeMask, for server timestamps.
+    private let clockWindow: UInt
     private let incrAtom: UInt
+    /// Whether the requestor window selects PropertyChangeMask in this pass.
+    private var watchingProperties = false
     /// The slots of the current pass with a property read outstanding, in the
     /// order the reads were sent, which is the order their replies arrive in.
     private var readOrder: [Int] = []
@@ -14,7 +21,8 @@ final class ReaderCore {
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
         incrAtom = try connection.atom("INCR")
-        window = try connection.createWindow()
+        window = try connection.createWindow(selectingPropertyChanges: false)
+        clockWindow = try connection.createWindow()
     }
 
     /// Where one selection's read stands.
@@ -57,7 +65,7 @@ final class ReaderCore {
         let targetAtom = atoms[unique.count]
         // A real timestamp lets us tell this pass's answers from late answers to
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
-        let time = try connection.serverTime(window: window)
+        let time = try connection.serverTime(window: clockWindow)
 
         let cap = max(options.maxBytes, 0)
         var slots = zip(unique, atoms).enumerated().map { index, pair in
@@ -120,6 +128,10 @@ final class ReaderCore {
             if connection.waitReadable(until: deadline).x {
                 _ = connection.pending()
             }
+        }
+        if watchingProperties {
+            XSelectInput(connection.display, window, NoEventMask)
+            watchingProperties = false
         }
         try connection.checkAlive()
 
@@ -215,7 +227,22 @@ final class ReaderCore {
         let property = PropertyReply(type: UInt(reply.pointee.type), format: Int(reply.pointee.format), bytes: bytes,
                                      bytesAfter: Int(reply.pointee.bytes_after))
 
+        if !firstRead && property.type == 0 {
+            // The chunk is not written yet (the first one may not be when the
+            // transfer starts): its PropertyNotify will say when it is.
+            slot.stage = .awaitingChunk
+            if slot.newValueSeen { requestChunk(&slot) }
+            return true
+        }
         switch firstRead ? slot.transfer.first(property) : slot.transfer.chunk(property) {
+        case .awaitingChunk where firstRead:
+            // From here on each chunk is announced by a PropertyNotify. The first
+            // may have been written before we asked for those, so look at once.
+            if !watchingProperties {
+                XSelectInput(connection.display, window, PropertyChangeMask)
+                watchingProperties = true
+            }
+            requestChunk(&slot)
         case .awaitingChunk:
             slot.stage = .awaitingChunk
             if slot.newValueSeen { requestChunk(&slot) }
