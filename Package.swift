@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(name: "openudid-lab", dependencies: ["OpenUDID", "ProcessSupport"]),
 
         // The benchmark: figures side by side with their baselines.
-        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDID", "XSelection"]),
+        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDID", "XSelection", "ProcessSupport"]),
 
         // Cooperating example desktop apps: two of one vendor, one of another.
         .target(name: "ExampleKit", dependencies: ["OpenUDID", "XSelection"], path: "Examples/ExampleKit"),

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessSupport
 import OpenUDID
 
 /// Where the benchmark's tools are: the package's executables beside this one,
@@ -131,21 +132,8 @@ final class PrivateKeyring {
         let services = home.root + "/dbus-services"
         try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
         let config = home.root + "/session-bus.conf"
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:dir=\(home.root)/runtime</listen>
-              <auth>EXTERNAL</auth>
-              <servicedir>\(services)</servicedir>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        try privateSessionBusConfiguration(socketDirectory: home.root + "/runtime", serviceDirectory: services)
+            .write(toFile: config, atomically: true, encoding: .utf8)
         bus = try Child(dbus, ["--config-file=\(config)", "--print-address=1", "--nofork"],
                         environment: home.environment(display: nil), scratch: scratch.path)
         guard let line = bus.nextLine(timeout: .seconds(10)), line.hasPrefix("unix:") else {

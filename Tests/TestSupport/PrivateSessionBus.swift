@@ -1,4 +1,5 @@
 import Foundation
+import ProcessSupport
 
 /// A private D-Bus session bus, with or without a gnome-keyring Secret Service on
 /// it, started for one test and torn down with it.
@@ -64,21 +65,7 @@ public final class PrivateSessionBus: @unchecked Sendable {
     }
 
     private static func configuration(socketDirectory: URL, services: URL) -> String {
-        """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:dir=\(socketDirectory.path)</listen>
-          <auth>EXTERNAL</auth>
-          <servicedir>\(services.path)</servicedir>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """
+        privateSessionBusConfiguration(socketDirectory: socketDirectory.path, serviceDirectory: services.path)
     }
 
     /// The environment for a child that should use this bus and home (`secret-tool`, `dbus-send`), plus `extra`.

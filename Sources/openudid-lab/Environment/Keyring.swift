@@ -1,4 +1,5 @@
 import Foundation
+import ProcessSupport
 import OpenUDID
 
 /// A private D-Bus session bus with a gnome-keyring Secret Service on it, whose
@@ -24,21 +25,7 @@ final class PrivateKeyring: @unchecked Sendable {
         let services = directory + "/services"
         try makeDirectory(services)
         let configuration = directory + "/session.conf"
-        let text = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:dir=\(home.runtime)</listen>
-              <auth>EXTERNAL</auth>
-              <servicedir>\(services)</servicedir>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """
+        let text = privateSessionBusConfiguration(socketDirectory: home.runtime, serviceDirectory: services)
         do {
             try Data(text.utf8).write(to: URL(fileURLWithPath: configuration))
         } catch {
