@@ -118,6 +118,7 @@ struct StatusPage {
         case .fileSlot: "file slot"
         case .localCache: "local cache"
         case .vendorMirror(let store, _): "\(store) mirror"
+        case .held: "value held in memory"
         }
     }
 

@@ -84,6 +84,7 @@ final class Engine: @unchecked Sendable {
         var mirrorRead: StoreRead?
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
+        var held: SlotRecord?
     }
 
     func gather(now: Date) -> Gathered {
@@ -250,13 +251,18 @@ final class Engine: @unchecked Sendable {
 
     /// Reads every source, holds the vote, and writes the winner wherever this app owns a copy.
     ///
-    /// - Parameter slot: The selection slot this app serves, if it participates (for the report).
-    func resolve(slot: Int?) -> Report {
+    /// - Parameters:
+    ///   - slot: The selection slot this app serves, if it participates (for the report).
+    ///   - held: The identifier this app holds from its last resolution, if any:
+    ///     its own ballot where no stored copy of its own answers, so that an
+    ///     unreadable slot or a lost X server never makes it forget.
+    func resolve(slot: Int?, held: SlotRecord? = nil) -> Report {
         let now = Date()
         var gathered = gather(now: now)
         if let optOut = currentOptOut(gathered) {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
         }
+        gathered.held = held
         var resolution = vote(gathered, now: now)
 
         // Apps started at once from nothing would each generate an identifier of
@@ -314,7 +320,8 @@ final class Engine: @unchecked Sendable {
 
     private func vote(_ gathered: Gathered, now: Date) -> Resolution {
         let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
-        return Resolution.resolve(candidates: gathered.candidates, local: local, policy: configuration.policy, app: app.id) {
+        return Resolution.resolve(candidates: gathered.candidates, local: local, held: gathered.held,
+                                  keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id) {
             (Identifier.random(), Milliseconds.since1970(now))
         }
     }

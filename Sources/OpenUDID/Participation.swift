@@ -198,9 +198,19 @@ final class ParticipationCore: @unchecked Sendable {
     private func resolveAndPublish() {
         guard !stopped else { return }
         let previous = report?.identifier
-        var fresh = udid.exclusively { engine.resolve(slot: slot) }
+        var fresh = udid.exclusively { engine.resolve(slot: slot, held: report?.heldRecord) }
+        // Without files there is no file lock to serialise generating: apps
+        // started at once from nothing would each publish an identifier of
+        // their own and, with every tie going to the value an app holds, stay
+        // apart. The X server serialises them instead (docs/PROTOCOL.md §6).
+        var generationLock: SelectionName?
+        if fresh.resolution?.origin == .generated, !udid.configuration.usesFiles, let lock = takeGenerationLock() {
+            generationLock = lock
+            fresh = udid.exclusively { engine.resolve(slot: slot, held: report?.heldRecord) }
+        }
         let record = engine.slotRecord(for: fresh)
         publish(record)
+        if let generationLock { try? owner?.release(generationLock) }
         if fresh.slot != slot {
             fresh = fresh.with(slot: slot)
         }
@@ -209,6 +219,26 @@ final class ParticipationCore: @unchecked Sendable {
         if fresh.identifier != previous {
             continuation.yield(Participation.Change(identifier: fresh.identifier, report: fresh))
         }
+    }
+
+    /// Claims the generation selection, waiting while another app holds it
+    /// (it is generating and about to publish), at most `Engine.generationWait`.
+    /// Returns nil when it stayed taken or the connection failed: the app then
+    /// publishes what it generated, as it would have without the lock.
+    private func takeGenerationLock() -> SelectionName? {
+        guard let owner else { return nil }
+        let lock = slots.generationLock
+        let clock = ContinuousClock()
+        let giveUp = clock.now + Engine.generationWait
+        while clock.now < giveUp {
+            do throws(XSelectionError) {
+                if case .claimed = try owner.claim(lock, payloads: [], mode: .ifFree) { return lock }
+            } catch {
+                return nil
+            }
+            usleep(10_000)
+        }
+        return nil
     }
 
     /// Serves `record`: in the slot we hold (claiming it again, so that XFixes
@@ -248,6 +278,13 @@ final class ParticipationCore: @unchecked Sendable {
 }
 
 extension Report {
+    /// The identifier this report settled on, as the app's held value for the
+    /// next resolution; nil when opted out.
+    var heldRecord: SlotRecord? {
+        guard optOut == nil, let born, !identifier.isOptedOut else { return nil }
+        return SlotRecord(id: identifier, app: app.id, vendor: app.vendor, born: born, written: born, optOut: false)
+    }
+
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {
         Report(app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,

@@ -25,7 +25,13 @@ extension Report {
             object["votes"] = resolution.tally.map { ["id": $0.identifier.hex, "votes": $0.votes, "born": NSNumber(value: $0.born)] as [String: Any] }
             object["agreeing"] = resolution.agreeing.map(\.jsonObject)
             object["disagreeing"] = resolution.disagreeing.map(\.jsonObject)
-            object["ignored"] = resolution.ignored.map { ["candidate": $0.candidate.jsonObject, "reason": String(describing: $0.reason)] as [String: Any] }
+            object["decidedBy"] = resolution.decidedBy?.token ?? NSNull()
+            object["ignored"] = resolution.ignored.map { ignored -> [String: Any] in
+                var entry: [String: Any] = ["candidate": ignored.candidate.jsonObject, "reason": ignored.reason.token]
+                if let counted = ignored.reason.counted { entry["counted"] = counted.description }
+                return entry
+            }
+            object["conflicts"] = resolution.conflicts.map { ["app": $0.app, "claims": $0.claims.map(\.jsonObject)] as [String: Any] }
             object["replaced"] = resolution.replaced?.hex ?? NSNull()
             object["disagreement"] = resolution.disagreement.map { ["local": $0.local.hex, "consensus": $0.consensus.hex] } ?? NSNull()
         } else {
@@ -51,6 +57,39 @@ extension Resolution.Origin {
     }
 }
 
+extension Resolution.Tier {
+    /// The name used in reports: `durable` or `live`.
+    public var token: String {
+        switch self {
+        case .durable: "durable"
+        case .live: "live"
+        }
+    }
+}
+
+extension Resolution.Ignored.Reason {
+    /// The name used in reports: `same-client`, `same-app`, `same-vendor`,
+    /// `opted-out`, `misplaced` or `outranked` (docs/PROTOCOL.md section 12).
+    public var token: String {
+        switch self {
+        case .sameClient: "same-client"
+        case .sameApp: "same-app"
+        case .sameVendor: "same-vendor"
+        case .optedOut: "opted-out"
+        case .misplaced: "misplaced"
+        case .outranked: "outranked"
+        }
+    }
+
+    /// The ballot counted instead, where the reason names one.
+    public var counted: Candidate.Source? {
+        switch self {
+        case .sameClient(let source), .sameApp(let source), .sameVendor(let source): source
+        case .optedOut, .misplaced, .outranked: nil
+        }
+    }
+}
+
 extension SlotRecord {
     /// The record as a JSON object (the wire fields).
     public var jsonObject: [String: Any] {
@@ -60,7 +99,7 @@ extension SlotRecord {
 
 extension Candidate {
     var jsonObject: [String: Any] {
-        ["source": source.description, "app": record.app, "id": record.id.hex, "born": NSNumber(value: record.born)]
+        ["source": source.description, "kind": source.kind, "app": record.app, "id": record.id.hex, "born": NSNumber(value: record.born)]
     }
 }
 

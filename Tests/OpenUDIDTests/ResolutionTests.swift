@@ -51,6 +51,8 @@ struct Scenario: Sendable, CustomTestStringConvertible {
     let name: String
     let candidates: [Candidate]
     var local: SlotRecord? = nil
+    var held: SlotRecord? = nil
+    var keepsFiles = true
     var policy: ResolutionPolicy = .followConsensus
     let identifier: Identifier
     let origin: Resolution.Origin
@@ -59,12 +61,14 @@ struct Scenario: Sendable, CustomTestStringConvertible {
     var replaced: Identifier? = nil
     var disagreement: Resolution.Disagreement? = nil
     var ignoredReasons: [Resolution.Ignored.Reason]? = nil
+    var conflicts: [String] = []
     var app: String? = nil
 
     var testDescription: String { name }
 
     func run(_ candidates: [Candidate]? = nil) -> Resolution {
-        Resolution.resolve(candidates: candidates ?? self.candidates, local: local, policy: policy, app: app) { freshValue }
+        Resolution.resolve(candidates: candidates ?? self.candidates, local: local, held: held, keepsFiles: keepsFiles,
+                           policy: policy, app: app) { freshValue }
     }
 }
 
@@ -73,6 +77,12 @@ private let honestApps = [
     selection(50, client: 0x0100_0000, idA, app: "com.acme.notes"),
     selection(51, client: 0x0200_0000, idA, app: "com.acme.draw"),
     selection(52, client: 0x0300_0000, idA, app: "org.other.mail"),
+]
+
+private let honestFiles = [
+    fileSlot(idA, app: "com.acme.notes"),
+    fileSlot(idA, app: "com.acme.draw"),
+    fileSlot(idA, app: "org.other.mail"),
 ]
 
 let scenarios: [Scenario] = [
@@ -87,10 +97,23 @@ let scenarios: [Scenario] = [
              identifier: idA, origin: .consensus, votes: [idA: 1, idB: 1]),
     Scenario(name: "an identifier is as old as its oldest ballot",
              candidates: [selection(0, client: 1, idA, app: "com.a.one", born: year2021),
-                          fileSlot(idA, app: "com.a.two", born: year2018),
+                          selection(1, client: 2, idA, app: "com.a.two", born: year2018),
                           selection(2, client: 3, idB, app: "com.b.one", born: year2019),
-                          fileSlot(idB, app: "com.b.two", born: year2019)],
+                          selection(3, client: 4, idB, app: "com.b.two", born: year2019)],
              identifier: idA, origin: .consensus, votes: [idA: 2, idB: 2], born: year2018),
+    Scenario(name: "durable ballots decide; selections are outranked",
+             candidates: [selection(0, client: 1, idA, app: "com.a.one", born: year2018),
+                          selection(1, client: 2, idA, app: "com.a.two", born: year2018),
+                          fileSlot(idB, app: "com.b.one", born: year2021)],
+             identifier: idB, origin: .consensus, votes: [idB: 1], born: year2021,
+             ignoredReasons: [.outranked, .outranked]),
+    Scenario(name: "the winner's birth is its earliest in the durable tier, counted or not",
+             candidates: [localCache(idL, app: "com.acme.photos", born: year2018), mirror(idB, born: year2019),
+                          fileSlot(idB, app: "org.b.one", born: year2021), fileSlot(idB, app: "org.b.two", born: year2021)],
+             local: record(idL, app: "com.acme.photos", born: year2018),
+             identifier: idB, origin: .consensus, votes: [idB: 2, idL: 1], born: year2019, replaced: idL,
+             disagreement: .init(local: idL, consensus: idB),
+             ignoredReasons: [.sameApp(counted: .localCache)], app: "com.acme.photos"),
     Scenario(name: "the majority beats an older identifier",
              candidates: [selection(0, client: 1, idA, app: "com.a.one", born: year2021),
                           selection(1, client: 2, idA, app: "com.a.two", born: year2021),
@@ -111,15 +134,19 @@ let scenarios: [Scenario] = [
              identifier: idA, origin: .consensus, votes: [idA: 3, idH: 1],
              ignoredReasons: Array(repeating: .sameClient(counted: .selection(slot: 0, client: 0x0660_0000)), count: 49)),
     Scenario(name: "followConsensus adopts the consensus over a dissenting local cache",
-             candidates: honestApps + [localCache(idL)], local: record(idL, app: "com.me.app"),
+             candidates: honestFiles + [localCache(idL)], local: record(idL, app: "com.me.app"),
              identifier: idA, origin: .consensus, votes: [idA: 3, idL: 1], replaced: idL,
              disagreement: .init(local: idL, consensus: idA)),
+    Scenario(name: "a local cache outranks any number of selections",
+             candidates: honestApps + [localCache(idL)], local: record(idL, app: "com.me.app"),
+             identifier: idL, origin: .consensus, votes: [idL: 1],
+             ignoredReasons: [.outranked, .outranked, .outranked]),
     Scenario(name: "keepLocal keeps a dissenting local cache and reports it",
-             candidates: honestApps + [localCache(idL)], local: record(idL, app: "com.me.app"), policy: .keepLocal,
+             candidates: honestFiles + [localCache(idL)], local: record(idL, app: "com.me.app"), policy: .keepLocal,
              identifier: idL, origin: .keptLocal, votes: [idA: 3, idL: 1], born: year2020,
              disagreement: .init(local: idL, consensus: idA)),
     Scenario(name: "keepLocal with an agreeing local value reports nothing",
-             candidates: honestApps + [localCache(idA)], local: record(idA, app: "com.me.app"), policy: .keepLocal,
+             candidates: honestFiles + [localCache(idA)], local: record(idA, app: "com.me.app"), policy: .keepLocal,
              identifier: idA, origin: .keptLocal, votes: [idA: 4]),
     Scenario(name: "an opted-out local value is no local value",
              candidates: honestApps, local: record(.optedOut, app: "com.me.app"), policy: .keepLocal,
@@ -129,23 +156,23 @@ let scenarios: [Scenario] = [
              identifier: idL, origin: .keptLocal, votes: [:], born: year2019),
     Scenario(name: "a vendor's mirror speaks once however many stores hold it",
              candidates: [mirror(idB, store: "secret-service", born: year2019), mirror(idB, store: "file", born: year2019),
-                          selection(0, client: 1, idA, app: "com.a.one", born: year2021)],
+                          fileSlot(idA, app: "com.a.one", born: year2021)],
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 1],
              ignoredReasons: [.sameVendor(counted: .vendorMirror(store: "file", vendor: "com.acme"))]),
     Scenario(name: "without a reading app, each vendor's mirror speaks for the app that wrote it",
              candidates: [mirror(idB, vendor: "com.acme"), mirror(idB, vendor: "org.other"),
-                          selection(0, client: 1, idA, app: "com.a.one", born: year2018)],
+                          fileSlot(idA, app: "com.a.one", born: year2018)],
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 2]),
     Scenario(name: "the mirror speaks for the app that reads it, not as a voter of its own",
              candidates: [localCache(idA, app: "com.acme.photos"), mirror(idA),
-                          selection(0, client: 1, idB, app: "org.b.one"), selection(1, client: 2, idB, app: "org.b.two")],
+                          fileSlot(idB, app: "org.b.one"), fileSlot(idB, app: "org.b.two")],
              local: record(idA, app: "com.acme.photos"),
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 2], replaced: idA,
              disagreement: .init(local: idA, consensus: idB),
              ignoredReasons: [.sameApp(counted: .localCache)], app: "com.acme.photos"),
     Scenario(name: "an older identifier in the mirror replaces the app's younger one",
              candidates: [localCache(idL, app: "com.acme.photos", born: year2021), mirror(idB, born: year2019),
-                          selection(0, client: 1, idA, app: "org.b.one", born: year2020)],
+                          fileSlot(idA, app: "org.b.one", born: year2020)],
              local: record(idL, app: "com.acme.photos", born: year2021),
              identifier: idB, origin: .consensus, votes: [idA: 1, idB: 1], born: year2019, replaced: idL,
              disagreement: .init(local: idL, consensus: idB),
@@ -158,11 +185,10 @@ let scenarios: [Scenario] = [
     Scenario(name: "with nothing of its own, the app votes the mirror's identifier",
              candidates: [mirror(idB, born: year2019)],
              identifier: idB, origin: .consensus, votes: [idB: 1], born: year2019, app: "com.acme.photos"),
-    Scenario(name: "an app's live selection speaks for it over a newer file slot",
-             candidates: [selection(0, client: 1, idA, app: "com.a.one", written: year2019),
-                          fileSlot(idB, app: "com.a.one", born: year2018, written: year2021)],
-             identifier: idA, origin: .consensus, votes: [idA: 1],
-             ignoredReasons: [.sameApp(counted: .selection(slot: 0, client: 1))]),
+    Scenario(name: "an app's file slot outranks a selection claiming that app",
+             candidates: [selection(0, client: 1, idA, app: "com.a.one", born: year2018, written: year2021),
+                          fileSlot(idB, app: "com.a.one", written: year2019)],
+             identifier: idB, origin: .consensus, votes: [idB: 1], ignoredReasons: [.outranked]),
     Scenario(name: "without a selection the latest-written record speaks for the app",
              candidates: [fileSlot(idA, app: "com.me.app", written: year2021),
                           localCache(idB, app: "com.me.app", born: year2018, written: year2020)],
@@ -172,16 +198,48 @@ let scenarios: [Scenario] = [
              candidates: [fileSlot(idA, app: "com.me.app", born: year2018), localCache(idB, app: "com.me.app")],
              identifier: idB, origin: .consensus, votes: [idB: 1],
              ignoredReasons: [.sameApp(counted: .localCache)]),
-    Scenario(name: "an app claimed by two clients votes once, with its latest record",
+    Scenario(name: "an app claimed by two clients is a conflict, not a choice by written",
              candidates: [selection(4, client: 1, idA, app: "com.a.one", written: year2020),
-                          selection(7, client: 2, idB, app: "com.a.one", written: year2021)],
-             identifier: idB, origin: .consensus, votes: [idB: 1],
-             ignoredReasons: [.sameApp(counted: .selection(slot: 7, client: 2))]),
-    Scenario(name: "an opted-out selection silences its app's stale file slot",
+                          selection(7, client: 2, idB, app: "com.a.one", born: year2018, written: year2021 + 80_000_000)],
+             identifier: idB, origin: .consensus, votes: [idA: 1, idB: 1], born: year2018, conflicts: ["com.a.one"]),
+    Scenario(name: "an opted-out selection does not silence a file slot",
              candidates: [selection(0, client: 1, .optedOut, app: "com.a.one"), fileSlot(idA, app: "com.a.one"),
                           selection(1, client: 2, idB, app: "com.b.one")],
-             identifier: idB, origin: .consensus, votes: [idB: 1],
-             ignoredReasons: [.optedOut, .sameApp(counted: .selection(slot: 0, client: 1))]),
+             identifier: idA, origin: .consensus, votes: [idA: 1],
+             ignoredReasons: [.optedOut, .outranked]),
+    Scenario(name: "an opted-out file slot of its own does not block the mirror",
+             candidates: [fileSlot(.optedOut, app: "com.acme.photos"), mirror(idB, born: year2019)],
+             identifier: idB, origin: .consensus, votes: [idB: 1], born: year2019,
+             ignoredReasons: [.sameApp(counted: .vendorMirror(store: "file", vendor: "com.acme"))], app: "com.acme.photos"),
+    Scenario(name: "selection-only: the held value is the app's ballot and wins a tie",
+             candidates: [selection(0, client: 9, idA, app: "com.evil.one", born: SlotRecord.earliestTime)],
+             held: record(idL, app: "com.me.app"), keepsFiles: false,
+             identifier: idL, origin: .consensus, votes: [idA: 1, idL: 1], born: year2020, app: "com.me.app"),
+    Scenario(name: "selection-only: a client claiming the app's own name does not replace its held value",
+             candidates: [selection(0, client: 9, idA, app: "com.me.app", born: SlotRecord.earliestTime),
+                          selection(1, client: 3, idL, app: "com.b.one")],
+             held: record(idL, app: "com.me.app"), keepsFiles: false,
+             identifier: idL, origin: .consensus, votes: [idL: 2],
+             ignoredReasons: [.sameApp(counted: .held)], conflicts: ["com.me.app"], app: "com.me.app"),
+    Scenario(name: "selection-only: two forgers tie two honest ballots, and the held value wins the tie",
+             candidates: [selection(0, client: 9, idA, app: "com.evil.one", born: SlotRecord.earliestTime),
+                          selection(1, client: 8, idA, app: "com.evil.two", born: SlotRecord.earliestTime),
+                          selection(2, client: 3, idL, app: "com.b.one")],
+             held: record(idL, app: "com.me.app"), keepsFiles: false,
+             identifier: idL, origin: .consensus, votes: [idA: 2, idL: 2], born: year2020, app: "com.me.app"),
+    Scenario(name: "selection-only: more ballots win, and a live winner's birth comes with it",
+             candidates: [selection(0, client: 9, idA, app: "com.a.one", born: year2019),
+                          selection(1, client: 8, idA, app: "com.a.two", born: year2019),
+                          selection(4, client: 7, idA, app: "com.a.three", born: year2021),
+                          selection(2, client: 3, idL, app: "com.b.one")],
+             held: record(idL, app: "com.me.app"), keepsFiles: false,
+             identifier: idA, origin: .consensus, votes: [idA: 3, idL: 2], born: year2019,
+             replaced: idL, disagreement: .init(local: idL, consensus: idA), app: "com.me.app"),
+    Scenario(name: "a held value stands for unreadable files and outranks selections",
+             candidates: [selection(0, client: 9, idA, app: "com.evil.one", born: SlotRecord.earliestTime),
+                          selection(1, client: 8, idA, app: "com.evil.two", born: SlotRecord.earliestTime)],
+             held: record(idL, app: "com.me.app"),
+             identifier: idL, origin: .consensus, votes: [idL: 1], ignoredReasons: [.outranked, .outranked], app: "com.me.app"),
     Scenario(name: "a record found in another app's file slot or vendor's mirror does not vote",
              candidates: [Candidate(record(idA, app: "com.a.one"), from: .fileSlot(app: "com.b.two")),
                           Candidate(record(idA, app: "com.a.one"), from: .vendorMirror(store: "file", vendor: "org.x")),
@@ -202,9 +260,10 @@ let scenarios: [Scenario] = [
         if let reasons = scenario.ignoredReasons {
             #expect(resolution.ignored.map(\.reason).sorted { "\($0)" < "\($1)" } == reasons.sorted { "\($0)" < "\($1)" })
         }
-        // Every candidate is accounted for exactly once.
+        #expect(resolution.conflicts.map(\.app) == scenario.conflicts)
+        // Every candidate (and the held value) is accounted for exactly once.
         let accounted = resolution.agreeing.count + resolution.disagreeing.count + resolution.ignored.count
-        #expect(accounted == scenario.candidates.count)
+        #expect(accounted == scenario.candidates.count + (scenario.held == nil ? 0 : 1))
         #expect(resolution.agreeing.allSatisfy { $0.record.id == resolution.identifier })
         #expect(resolution.disagreeing.allSatisfy { $0.record.id != resolution.identifier })
         #expect(resolution.tally.map(\.votes).reduce(0, +) == resolution.agreeing.count + resolution.disagreeing.count)
@@ -213,14 +272,14 @@ let scenarios: [Scenario] = [
     @Test(arguments: scenarios)
     func givesTheSameResultInAnyOrder(_ scenario: Scenario) {
         let reference = scenario.run()
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom.announced("givesTheSameResultInAnyOrder")
         for _ in 0..<30 {
             #expect(scenario.run(scenario.candidates.shuffled(using: &generator)) == reference)
         }
     }
 
     @Test func randomElectionsAreOrderIndependent() {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom.announced("randomElectionsAreOrderIndependent")
         let ids = [idA, idB, idC, .optedOut]
         let apps = ["com.a.one", "com.a.two", "com.b.one", "org.c.x", "com.me.app"]
         for _ in 0..<300 {
@@ -249,11 +308,13 @@ let scenarios: [Scenario] = [
                 let shuffled = Resolution.resolve(candidates: candidates.shuffled(using: &generator), local: local) { freshValue }
                 #expect(shuffled == reference)
             }
-            // Each X client and each app casts at most one ballot.
+            // One tier decides; each X client (live) or each app (durable) casts at most one ballot.
             let voters = reference.agreeing + reference.disagreeing
             let clients = voters.compactMap { if case .selection(_, let client) = $0.source { client } else { nil } }
             #expect(Set(clients).count == clients.count)
-            let appVoters = voters.filter { if case .vendorMirror = $0.source { false } else { true } }.map(\.record.app)
+            let durableVoters = voters.filter { if case .selection = $0.source { false } else { true } }
+            #expect(clients.isEmpty || durableVoters.isEmpty)
+            let appVoters = durableVoters.filter { if case .vendorMirror = $0.source { false } else { true } }.map(\.record.app)
             #expect(Set(appVoters).count == appVoters.count)
         }
     }

@@ -15,6 +15,8 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
         case localCache
         /// The mirror of `vendor` in the store named `store` (`"secret-service"`, `"file"`).
         case vendorMirror(store: String, vendor: String)
+        /// The value the resolving app holds in memory from its last resolution.
+        case held
 
         /// Where the record was found, for reports: `slot 3 (X client 0x1a00000)`.
         public var description: String {
@@ -27,6 +29,20 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
                 return "local cache"
             case .vendorMirror(let store, let vendor):
                 return "\(store) mirror of \(quoted(vendor))"
+            case .held:
+                return "value held in memory"
+            }
+        }
+
+        /// The kind of place, as reports name it: `selection`, `file-slot`,
+        /// `local-cache`, `mirror` or `held`.
+        public var kind: String {
+            switch self {
+            case .selection: "selection"
+            case .fileSlot: "file-slot"
+            case .localCache: "local-cache"
+            case .vendorMirror: "mirror"
+            case .held: "held"
             }
         }
     }
@@ -96,6 +112,8 @@ extension Candidate {
             key.append(3)
             append(store)
             append(vendor)
+        case .held:
+            key.append(4)
         }
         return key
     }

@@ -19,6 +19,12 @@ struct SelectionSlots: Sendable {
 
     func name(_ index: Int) -> SelectionName { SelectionName(prefix + String(index)) }
 
+    /// The selection that serialises generating where no files are kept:
+    /// `_OPENUDID_GENERATING` (`_OPENUDID_<NAMESPACE>_GENERATING`).
+    var generationLock: SelectionName {
+        SelectionName(String(prefix.dropLast("SLOT_".count)) + "GENERATING")
+    }
+
     var names: [SelectionName] { (0..<count).map(name) }
 
     func index(of name: SelectionName) -> Int? {
