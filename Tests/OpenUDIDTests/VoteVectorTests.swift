@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+import OpenUDID
+
+/// The vote scenarios of docs/vectors/vote.json, the file another
+/// implementation runs too: each case's candidates, held value and policy go
+/// through `Resolution.resolve`, and the outcome must match the file.
+@Suite struct VoteVectorTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        let name: String
+        let index: Int
+        var testDescription: String { name }
+    }
+
+    static let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../docs/vectors/vote.json").standardized
+
+    static func document() -> [String: Any] {
+        guard let data = try? Data(contentsOf: file),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return object
+    }
+
+    static let cases: [Case] = (document()["cases"] as? [[String: Any]] ?? []).enumerated().map { index, object in
+        Case(name: object["name"] as? String ?? "?", index: index)
+    }
+
+    @Test func theVectorFileIsThereAndCoversTheRule() {
+        #expect(Self.cases.count >= 25, "docs/vectors/vote.json at \(Self.file.path)")
+    }
+
+    @Test(arguments: cases)
+    func resolvesAsTheVectorSays(_ vector: Case) throws {
+        let document = Self.document()
+        let object = try #require((document["cases"] as? [[String: Any]])?[vector.index])
+        let now = Date(timeIntervalSince1970: Double(document["now"] as? Int64 ?? 0) / 1000)
+        let fresh = document["fresh"] as? [String: Any] ?? [:]
+        let freshID = try Identifier(parsing: fresh["id"] as? String ?? "")
+        let freshBorn = fresh["born"] as? Int64 ?? 0
+
+        let candidates = try (object["candidates"] as? [[String: Any]] ?? []).map { entry in
+            let record = try SlotRecord.parse(Data((entry["record"] as? String ?? "").utf8), now: now)
+            return Candidate(record, from: try Self.source(entry["source"] as? [String: Any] ?? [:]))
+        }
+        let held = try (object["held"] as? String).map { try SlotRecord.parse(Data($0.utf8), now: now) }
+        let local = candidates.first { $0.source == .localCache }?.record
+        let policy: ResolutionPolicy = object["policy"] as? String == "keep-local" ? .keepLocal : .followConsensus
+        let resolution = Resolution.resolve(
+            candidates: candidates, local: local, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
+            policy: policy, app: object["app"] as? String) { (freshID, freshBorn) }
+
+        let expect = try #require(object["expect"] as? [String: Any])
+        #expect(resolution.identifier.hex == expect["id"] as? String)
+        #expect(resolution.origin.name == expect["origin"] as? String)
+        #expect(resolution.born == expect["born"] as? Int64)
+        #expect(resolution.decidedBy?.token == expect["decidedBy"] as? String)
+        #expect(resolution.replaced?.hex == expect["replaced"] as? String)
+        let votes = Dictionary(uniqueKeysWithValues: resolution.tally.map { ($0.identifier.hex, $0.votes) })
+        #expect(votes == expect["votes"] as? [String: Int])
+        let ignored = Dictionary(grouping: resolution.ignored, by: \.reason.token).mapValues(\.count)
+        #expect(ignored == expect["ignored"] as? [String: Int])
+        #expect(resolution.conflicts.map(\.app) == expect["conflicts"] as? [String])
+    }
+
+    private static func source(_ object: [String: Any]) throws -> Candidate.Source {
+        switch object["kind"] as? String {
+        case "selection":
+            return .selection(slot: object["slot"] as? Int ?? -1, client: object["client"] as? UInt32 ?? 0)
+        case "file-slot":
+            return .fileSlot(app: object["app"] as? String ?? "")
+        case "local-cache":
+            return .localCache
+        case "mirror":
+            return .vendorMirror(store: object["store"] as? String ?? "", vendor: object["vendor"] as? String ?? "")
+        default:
+            throw VectorError(description: "unknown source \(object)")
+        }
+    }
+
+    struct VectorError: Error, CustomStringConvertible {
+        let description: String
+    }
+}
