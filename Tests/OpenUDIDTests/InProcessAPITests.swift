@@ -15,11 +15,18 @@ import XSelection
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         let first = udid.value()
         #expect(first.count == 40)
-        // Another app's removal of everything is not seen without a refresh...
+        // Files removed under a running app are not seen without a refresh...
         try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
         #expect(udid.value() == first)
-        // ...and a refresh of a lone, removed app generates anew.
-        #expect(udid.value(refresh: true) != first)
+        // ...and with one, the app keeps the value it holds (absence of ballots
+        // is not evidence of absence) and writes it back.
+        let refreshed = udid.resolve(refresh: true)
+        #expect(refreshed.identifier.hex == first)
+        #expect(refreshed.repairs.contains { $0.place == "file slot" && $0.outcome == .written })
+        // Uninstalling ends the process too: the next process, with nothing left, generates anew.
+        try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
+        let reinstalled = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
+        #expect(reinstalled.value() != first)
     }
 
     @Test func aParticipationPublishesItsSlotAndReportsChanges() async throws {

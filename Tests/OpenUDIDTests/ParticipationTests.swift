@@ -22,11 +22,17 @@ enum SharedDisplay {
         #expect(first.count == 40)
         #expect(first != String(repeating: "0", count: 40))
 
-        // B, of another vendor, discovers it from A's live slot.
-        let b = try session.report("org.indie.chess", none)
+        // B, of another vendor and keeping no files, discovers it from A's live slot.
+        let b = try session.report("org.indie.chess", ["--no-files"] + none)
         #expect(b["id"] as? String == first)
         let agreeing = (b["agreeing"] as? [[String: Any]] ?? []).compactMap { $0["source"] as? String }
         #expect(agreeing.contains { $0.hasPrefix("slot ") })
+        // An app that keeps files finds it in A's file slot, which outranks the live slot.
+        let e = try session.report("org.indie.go", none)
+        #expect(e["id"] as? String == first)
+        #expect(e["decidedBy"] as? String == "durable")
+        let outranked = (e["ignored"] as? [[String: Any]] ?? []).filter { $0["reason"] as? String == "outranked" }
+        #expect(outranked.count == 1)
 
         // A stops; D, never run before, still finds it through A's file slot.
         a.stop()
@@ -37,7 +43,7 @@ enum SharedDisplay {
         #expect(dSources.contains { $0.contains("com.acme.notes") })
 
         // Every participating app removed: the next app gets a new identifier.
-        for app in ["com.acme.notes", "org.indie.chess", "net.other.viewer"] {
+        for app in ["com.acme.notes", "org.indie.chess", "org.indie.go", "net.other.viewer"] {
             #expect(try session.run(["remove-app", app]).status == 0)
         }
         let c = try session.get("org.new.app", none)
@@ -99,13 +105,15 @@ enum SharedDisplay {
         #expect(Set(slots.compactMap { $0["id"] as? String }) == Set(seen.prefix(1)))
     }
 
-    @Test func twoGroupsThatFormedApartConvergeWhenTheyMeet() throws {
-        // Group one lives on the shared display; group two forms on a display of
-        // its own, with its own files, so the two pick different identifiers.
+    /// Group one lives on the shared display; group two forms on a display of
+    /// its own, so the two pick different identifiers; then group two's apps
+    /// come to group one's display, each group with its own home.
+    @Test(arguments: [true, false])
+    func twoGroupsThatFormedApartMeetOnOneDisplay(keepingFiles: Bool) throws {
         let otherServer = try PrivateXServer()
         let groupOne = try TestSession(display: SharedDisplay.display)
         let groupTwo = try TestSession(display: otherServer.display, namespace: groupOne.namespace)
-        let none = ["--mirror", "none"]
+        let none = (keepingFiles ? [] : ["--no-files"]) + ["--mirror", "none"]
         let one = try ["org.one.a", "org.one.b"].map { try groupOne.serve($0, none) }
         var two = try ["org.two.a", "org.two.b", "org.two.c"].map { try groupTwo.serve($0, none) }
         #expect(eventually(timeout: 10) { Set(one.map(\.current)).count == 1 && Set(two.map(\.current)).count == 1 })
@@ -119,13 +127,25 @@ enum SharedDisplay {
         two = try ["org.two.a", "org.two.b", "org.two.c"].map { try meeting.serve($0, none, waitForFirstLine: false) }
         let everyone = one + two
         defer { everyone.forEach { $0.stop() } }
-        let converged = eventually(timeout: 20) {
-            let current = everyone.map(\.current)
-            return current.allSatisfy { $0 != nil } && Set(current).count == 1
+        guard keepingFiles else {
+            let converged = eventually(timeout: 20) {
+                let current = everyone.map(\.current)
+                return current.allSatisfy { $0 != nil } && Set(current).count == 1
+            }
+            #expect(converged, "seen: \(everyone.map { $0.current ?? "nothing" })")
+            // Selection-only apps keep nothing when they quit: group two's
+            // processes arrive empty-handed and join the group that is running.
+            #expect(one[0].current == x)
+            return
         }
-        #expect(converged, "seen: \(everyone.map { $0.current ?? "nothing" })")
-        // Three votes against two: the larger group's identifier wins.
-        #expect(one[0].current == y)
+        // Apps backed by their own files do not follow records that arrive over
+        // the display alone: a forger there looks the same as a visiting group.
+        #expect(eventually(timeout: 20) { everyone.allSatisfy { $0.current != nil } })
+        let visitor = try meeting.report("org.two.d", none)
+        #expect(visitor["id"] as? String == y)
+        let outranked = (visitor["ignored"] as? [[String: Any]] ?? []).filter { $0["reason"] as? String == "outranked" }
+        #expect(outranked.count == 5, "every slot on the display is outranked by group two's files: \(outranked)")
+        #expect(one.allSatisfy { $0.current == x } && two.allSatisfy { $0.current == y })
     }
 }
 
