@@ -132,7 +132,7 @@ import TestSupport
             targets[place] = target
         }
 
-        let report = try session.report("com.acme.notes", Self.file)
+        let report = try unsavedReport(session, "com.acme.notes", Self.file)
         #expect(report["id"] as? String == shared, "the photos app's file slot still holds the identifier")
         for place in Place.allCases {
             let path = place.path(in: session, app: "com.acme.notes", vendor: "com.acme")
