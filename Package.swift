@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "OpenUDID", dependencies: ["XSelection", "CLibSecret", "CGLib"]),
 
         // The command-line tool.
-        .executableTarget(name: "openudid", dependencies: ["OpenUDID"]),
+        .executableTarget(name: "openudid", dependencies: ["OpenUDID", "XSelection"]),
 
         // Reading child processes' output safely, for the lab and the tests.
         .target(name: "ProcessSupport"),

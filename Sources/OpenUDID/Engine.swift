@@ -48,13 +48,16 @@ final class Engine: @unchecked Sendable {
         case .none: return nil
         case .file: return FileVendorMirror(paths: paths)
         case .custom(let store): return store
-        case .secretService: return SecretServiceMirror(busAddress: busAddress(environment))
+        case .secretService: return SecretServiceMirror(busAddress: busAddress(environment), namespace: paths.namespace)
         case .automatic:
-            // A locked keyring still counts: it holds the mirror, it just cannot be
-            // read now, and falling back to files would fork the vendor's value.
+            // A locked or hung keyring still counts: it may hold the mirror, it just
+            // cannot be read now (the report says so), and falling back to files
+            // would fork the vendor's value.
             let address = busAddress(environment)
-            return SecretServiceMirror.probe(busAddress: address).canHoldMirror
-                ? SecretServiceMirror(busAddress: address) : FileVendorMirror(paths: paths)
+            switch SecretServiceMirror.probe(busAddress: address) {
+            case .ready, .locked, .unresponsive: return SecretServiceMirror(busAddress: address, namespace: paths.namespace)
+            case .unusable, .unreachable: return FileVendorMirror(paths: paths)
+            }
         }
     }
 
@@ -174,7 +177,7 @@ final class Engine: @unchecked Sendable {
     private func gatherFileSlots(into gathered: inout Gathered, now: Date) {
         let listing: FileSlotStore.Listing
         do {
-            listing = try fileSlots.list()
+            listing = try fileSlots.list(including: app.id)
         } catch {
             gathered.sources.append(SourceStatus("file-slots", .unavailable(error.message)))
             gathered.ownFileSlot = .unavailable(error)
@@ -271,8 +274,10 @@ final class Engine: @unchecked Sendable {
         // they are still empty, and keeps the lock until its copies are written.
         var generationLock: FileLock?
         defer { generationLock?.release() }
-        if resolution.origin == .generated, configuration.usesFiles,
-           let lock = FileLock.acquire(paths.generationLock, waitingAtMost: Self.generationWait) {
+        let acquired = resolution.origin == .generated && configuration.usesFiles
+            ? FileLock.acquire(paths.generationLock, waitingAtMost: Self.generationWait, below: paths.dataHome) : nil
+        if case .failure(let problem)? = acquired { gathered.rejected.append(Rejection(paths.generationLock, problem.message)) }
+        if case .success(let lock)? = acquired {
             generationLock = lock
             var again = Gathered()
             gatherFileSlots(into: &again, now: now)

@@ -117,14 +117,14 @@ public final class OpenUDID: Sendable {
         let paths: StoragePaths
         do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
         let stamp = "opted out at \(Milliseconds.iso8601(Milliseconds.since1970(Date())))\n"
-        do { try AtomicFile.write(Data(stamp.utf8), to: paths.optOutMarker) } catch { throw OpenUDIDError(error) }
+        do { try AtomicFile.write(Data(stamp.utf8), to: paths.optOutMarker, below: paths.configHome) } catch { throw OpenUDIDError(error) }
     }
 
     /// Undoes `optOutEverywhere(environment:)`.
     public static func optInEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
         let paths: StoragePaths
         do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
-        do { try AtomicFile.remove(paths.optOutMarker) } catch { throw OpenUDIDError(error) }
+        do { try AtomicFile.remove(paths.optOutMarker, below: paths.configHome) } catch { throw OpenUDIDError(error) }
     }
 
     /// Whether the user opted out for every app.

@@ -4,8 +4,12 @@ struct Arguments {
     private var options: [String: String] = [:]
     private var flags: Set<String> = []
 
-    /// Parses `words`; `valued` names the options that take a value.
-    init(_ words: [String], valued: Set<String>, flags known: Set<String>) throws(UsageError) {
+    /// Parses `words`; `valued` names the options that take a value, `flags` those that take none.
+    ///
+    /// An option given twice is a mistake, not "the last one wins". An option
+    /// that exists but not for this command is named as such (`elsewhere`).
+    init(_ words: [String], valued: Set<String>, flags known: Set<String>, command: String,
+         elsewhere: Set<String> = []) throws(UsageError) {
         var index = 0
         while index < words.count {
             let word = words[index]
@@ -26,10 +30,14 @@ struct Arguments {
                     value = words[index]
                     index += 1
                 }
+                guard options[name] == nil else { throw UsageError("--\(name) is given twice") }
                 options[name] = value
             } else if known.contains(name) {
                 guard value == nil else { throw UsageError("--\(name) takes no value") }
+                guard !flags.contains(name) else { throw UsageError("--\(name) is given twice") }
                 flags.insert(name)
+            } else if elsewhere.contains(name) {
+                throw UsageError("\(command) does not take --\(name)")
             } else {
                 throw UsageError("unknown option --\(name)")
             }

@@ -2,6 +2,7 @@
 // the library, and prints; every decision lives in the library.
 import Foundation
 import OpenUDID
+import XSelection
 
 let usage = """
 usage: openudid <command> [options]
@@ -9,7 +10,8 @@ usage: openudid <command> [options]
 commands:
   get --app ID [--json] [--scope shared|app]
                           resolve once and print the identifier
-  serve --app ID          participate until SIGINT/SIGTERM; print the identifier
+  serve --app ID [--scope shared|app]
+                          participate until SIGINT/SIGTERM; print the identifier
                           once the slot is served, and again whenever it changes
   slots [--json]          list every occupied selection slot and file slot
   remove-app ID           delete the app's file slot and local cache
@@ -29,7 +31,9 @@ options for every command:
   --help                  this text
 
 exit status: 0 success; 1 the operation failed (the message says why);
-2 the command was used wrongly.
+2 the command was used wrongly; 3 (get) the identifier was printed but could
+not be saved anywhere, so the next call may print another; 4 the display
+given with --display cannot be opened.
 """
 
 let commonHelp = """
@@ -53,13 +57,19 @@ let commandHelp: [String: String] = [
     --json, prints the identifier with its provenance: the vote, the sources
     and whether each answered, rejected records, and what was written where
     (docs/PROTOCOL.md, section 12).
+
+    Exits with status 3 after printing when files are in use but no file slot,
+    local cache or mirror holds the identifier afterwards (every write failed
+    or was skipped): the identifier is not saved and the next call may print
+    another; the message on standard error says why.
     """,
     "serve": """
-    usage: openudid serve --app ID [options]
+    usage: openudid serve --app ID [--scope shared|app] [options]
 
     Participates until SIGINT or SIGTERM: serves the app's record in the lowest
     free selection slot and resolves again whenever another slot changes.
-    Prints the identifier once the slot is served, then a line on every change.
+    Prints the identifier once the slot is served, then a line on every change;
+    with --scope app, the UUID derived for this app alone.
     """,
     "slots": """
     usage: openudid slots [--json] [options]
@@ -70,6 +80,7 @@ let commandHelp: [String: String] = [
     """,
     "remove-app": """
     usage: openudid remove-app ID [--namespace NAME]
+           openudid remove-app --app ID [--namespace NAME]
 
     Deletes what uninstalling the app together with its data would: its file
     slot and its local cache. Other apps and the vendor mirror are untouched.
@@ -88,6 +99,10 @@ enum Exit {
     static let success: Int32 = 0
     static let failure: Int32 = 1
     static let usage: Int32 = 2
+    /// `get` printed an identifier that no durable place holds.
+    static let unsaved: Int32 = 3
+    /// The display named with `--display` cannot be opened.
+    static let noDisplay: Int32 = 4
 }
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -110,21 +125,83 @@ guard let command = words.first, command != "--help", command != "-h", command !
     exit(words.isEmpty ? Exit.usage : Exit.success)
 }
 
+/// The options every command that resolves takes.
+let commonValued: Set<String> = ["display", "namespace", "policy", "mirror", "vendor", "slots"]
+let commonFlags: Set<String> = ["help", "no-display", "no-files"]
+
+/// What each command accepts: its options, its flags, and how many positional words.
+let grammar: [String: (valued: Set<String>, flags: Set<String>, positionals: Int)] = [
+    "get": (commonValued.union(["app", "scope"]), commonFlags.union(["json"]), 0),
+    "serve": (commonValued.union(["app", "scope"]), commonFlags, 0),
+    "slots": (commonValued, commonFlags.union(["json"]), 0),
+    "remove-app": (["app", "namespace"], ["help"], 1),
+    "opt-out": (commonValued.union(["app"]), commonFlags.union(["undo", "all"]), 0),
+]
+
+guard let accepted = grammar[command] else {
+    fail("unknown command \"\(command)\"; see openudid --help", status: Exit.usage)
+}
 let arguments: Arguments
 do {
-    arguments = try Arguments(Array(words.dropFirst()),
-                              valued: ["app", "display", "namespace", "policy", "mirror", "vendor", "slots", "scope"],
-                              flags: ["json", "undo", "all", "help", "no-display", "no-files"])
+    let everyValued = grammar.values.reduce(into: Set<String>()) { $0.formUnion($1.valued) }
+    let everyFlag = grammar.values.reduce(into: Set<String>()) { $0.formUnion($1.flags) }
+    arguments = try Arguments(Array(words.dropFirst()), valued: accepted.valued, flags: accepted.flags, command: command,
+                              elsewhere: everyValued.union(everyFlag))
 } catch {
     fail("\(error.description); see openudid --help", status: Exit.usage)
 }
 if arguments.has("help") {
-    if let help = commandHelp[command] {
-        printLine(help + "\n" + commonHelp)
-    } else {
-        printLine(usage)
-    }
+    printLine(commandHelp[command].map { $0 + "\n" + commonHelp } ?? usage)
     exit(Exit.success)
+}
+
+// Every argument is checked here, before anything reads or writes a file.
+if arguments.positional.count > accepted.positionals {
+    let extra = arguments.positional[accepted.positionals]
+    let takes = accepted.positionals == 0 ? "takes no words besides its options" : "takes one app id"
+    fail("unexpected argument \(quoted(extra)): \(command) \(takes); see openudid \(command) --help", status: Exit.usage)
+}
+
+/// `text` in double quotes, for messages.
+func quoted(_ text: String) -> String { "\"\(text)\"" }
+
+/// The app id the command names: `--app ID`, or for remove-app also the positional ID.
+let appArgument: String? = {
+    if command == "remove-app", let positional = arguments.positional.first {
+        if arguments[option: "app"] != nil {
+            fail("remove-app takes the app id once: as a word or with --app, not both", status: Exit.usage)
+        }
+        return positional
+    }
+    return arguments[option: "app"]
+}()
+
+if let app = appArgument {
+    do { _ = try AppIdentity(app, vendor: arguments[option: "vendor"]) } catch { fail(error.description, status: Exit.usage) }
+} else if let vendor = arguments[option: "vendor"] {
+    do { try AppIdentity.validate(vendor, as: .vendor) } catch { fail(error.description, status: Exit.usage) }
+}
+if let namespace = arguments[option: "namespace"], !StoragePaths.isValidNamespace(namespace) {
+    fail(StoragePathsError(.invalidNamespace(namespace)).description, status: Exit.usage)
+}
+if let scope = arguments[option: "scope"], scope != "shared", scope != "app" {
+    fail("--scope must be shared or app, not \(quoted(scope))", status: Exit.usage)
+}
+if arguments[option: "display"] != nil, arguments.has("no-display") {
+    fail("--display and --no-display contradict each other; give one", status: Exit.usage)
+}
+switch command {
+case "get", "serve":
+    if appArgument == nil { fail("\(command) needs --app ID", status: Exit.usage) }
+case "remove-app":
+    if appArgument == nil { fail("remove-app needs an app id", status: Exit.usage) }
+case "opt-out":
+    if arguments.has("all"), let app = appArgument {
+        fail("opt-out takes --app \(app) or --all, not both: --all opts the user out for every app", status: Exit.usage)
+    }
+    if !arguments.has("all"), appArgument == nil { fail("opt-out needs --app ID or --all", status: Exit.usage) }
+default:
+    break
 }
 
 func configuration() -> OpenUDID.Configuration {
@@ -137,12 +214,12 @@ func configuration() -> OpenUDID.Configuration {
         switch policy {
         case "follow": configuration.policy = .followConsensus
         case "keep": configuration.policy = .keepLocal
-        default: fail("--policy must be follow or keep, not \"\(policy)\"", status: Exit.usage)
+        default: fail("--policy must be follow or keep, not \(quoted(policy))", status: Exit.usage)
         }
     }
     if let mirror = arguments[option: "mirror"] {
         guard let choice = MirrorChoice(name: mirror) else {
-            fail("--mirror must be automatic, secret-service, file or none, not \"\(mirror)\"", status: Exit.usage)
+            fail("--mirror must be automatic, secret-service, file or none, not \(quoted(mirror))", status: Exit.usage)
         }
         configuration.mirror = choice
     }
@@ -152,27 +229,54 @@ func configuration() -> OpenUDID.Configuration {
     }
     return configuration
 }
+// Built once here so that its own checks run before anything touches a file.
+let checkedConfiguration = configuration()
 
-func handle(app: String? = nil) -> OpenUDID {
-    guard let app = app ?? arguments[option: "app"] else { fail("\(command) needs --app ID", status: Exit.usage) }
+// A display named on the command line must answer: silently working without it
+// would hide a typo. ($DISPLAY is the session's business: without a server
+// there, the tool works from files, and the report says so.)
+if ["get", "serve", "slots"].contains(command), let display = arguments[option: "display"] {
+    do throws(XSelectionError) {
+        try SelectionReader(display: display).close()
+    } catch {
+        fail(error.message, status: Exit.noDisplay)
+    }
+}
+
+func handle() -> OpenUDID {
+    guard let app = appArgument else { fail("\(command) needs --app ID", status: Exit.usage) }
     do {
-        return try OpenUDID(app: app, vendor: arguments[option: "vendor"], configuration: configuration())
+        return try OpenUDID(app: app, vendor: arguments[option: "vendor"], configuration: checkedConfiguration)
     } catch {
         fail(error.description, status: error.kind == .invalidApp || error.kind == .invalidNamespace ? Exit.usage : Exit.failure)
     }
+}
+
+/// Why no durable place holds the identifier after `report`, or `nil` when one does
+/// (or files are not in use, or the app opted out).
+func unsavedReason(_ report: Report) -> String? {
+    guard checkedConfiguration.usesFiles, report.optOut == nil else { return nil }
+    let saved = report.repairs.contains { repair in
+        switch repair.outcome {
+        case .written, .unchanged: true
+        case .skipped, .failed: false
+        }
+    }
+    if saved { return nil }
+    let places = report.repairs.isEmpty ? "nothing was written" : report.repairs.map(\.description).joined(separator: "; ")
+    return "the identifier could not be saved anywhere (\(places)); the next call may print another one"
 }
 
 switch command {
 case "get":
     let udid = handle()
     let report = udid.resolve()
-    let scope = arguments[option: "scope"] ?? "shared"
-    guard scope == "shared" || scope == "app" else { fail("--scope must be shared or app", status: Exit.usage) }
     if arguments.has("json") {
         printJSON(report.jsonObject)
     } else {
-        printLine(scope == "app" ? udid.value(scope: .app) : report.identifier.hex)
+        printLine(arguments[option: "scope"] == "app" ? report.appScoped : report.identifier.hex)
     }
+    if let why = unsavedReason(report) { fail(why, status: Exit.unsaved) }
 
 case "serve":
     let udid = handle()
@@ -185,6 +289,7 @@ case "serve":
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+    let appScoped = arguments[option: "scope"] == "app"
     let participation = udid.participate()
     let done = DispatchSemaphore(value: 0)
     var sources: [DispatchSourceSignal] = []
@@ -197,7 +302,7 @@ case "serve":
     // Detached: the main thread is about to block waiting for a signal.
     Task.detached {
         for await change in participation.changes {
-            printLine(change.identifier.hex)
+            printLine(appScoped ? change.report.appScoped : change.identifier.hex)
         }
     }
     done.wait()
@@ -206,7 +311,7 @@ case "serve":
 
 case "slots":
     let survey: Survey
-    do { survey = try Survey.take(configuration: configuration()) } catch { fail(error.description, status: Exit.failure) }
+    do { survey = try Survey.take(configuration: checkedConfiguration) } catch { fail(error.description, status: Exit.failure) }
     if arguments.has("json") {
         printJSON([
             "slots": survey.entries.map { entry -> [String: Any] in
@@ -225,28 +330,29 @@ case "slots":
             "unavailable": survey.unavailable.map(\.description),
         ])
     } else {
-        printLine("SLOT        APP                            VENDOR           ID                                        OPTED-OUT BORN")
+        printLine("SLOT           APP                            VENDOR           ID                                        OPTED-OUT BORN")
         for entry in survey.entries {
-            let where_ = entry.kind == "selection" ? "selection \(entry.slot ?? 0)" : "file"
+            // Wide enough for "selection 9999": a narrower column would cut "selection 10" to "selection 1".
+            let where_ = (entry.kind == "selection" ? "selection \(entry.slot ?? 0)" : "file").padding(toLength: 14, withPad: " ", startingAt: 0)
             switch entry.record {
             case .success(let record):
                 let born = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(record.born) / 1000))
-                printLine([where_.padding(toLength: 11, withPad: " ", startingAt: 0), record.app.padding(toLength: 30, withPad: " ", startingAt: 0),
+                printLine([where_, record.app.padding(toLength: 30, withPad: " ", startingAt: 0),
                            record.vendor.padding(toLength: 16, withPad: " ", startingAt: 0), record.id.hex,
                            (record.optOut ? "yes" : "no").padding(toLength: 9, withPad: " ", startingAt: 0), born].joined(separator: " "))
             case .failure(let rejection):
-                printLine("\(where_.padding(toLength: 11, withPad: " ", startingAt: 0)) rejected: \(rejection)")
+                printLine("\(where_) rejected: \(rejection)")
             }
         }
         for status in survey.unavailable { FileHandle.standardError.write(Data("openudid: \(status)\n".utf8)) }
     }
 
 case "remove-app":
-    guard let app = arguments.positional.first ?? arguments[option: "app"] else { fail("remove-app needs an app id", status: Exit.usage) }
+    guard let app = appArgument else { fail("remove-app needs an app id", status: Exit.usage) }
     do {
         try OpenUDID.removeApp(app, namespace: arguments[option: "namespace"])
     } catch {
-        fail(error.description, status: error.kind == .invalidApp ? Exit.usage : Exit.failure)
+        fail(error.description, status: error.kind == .invalidApp || error.kind == .invalidNamespace ? Exit.usage : Exit.failure)
     }
 
 case "opt-out":
@@ -263,6 +369,6 @@ case "opt-out":
     }
 
 default:
-    fail("unknown command \"\(command)\"; see openudid --help", status: Exit.usage)
+    fail("unknown command \(quoted(command)); see openudid --help", status: Exit.usage)
 }
 exit(Exit.success)

@@ -98,7 +98,10 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
         try plant(String(repeating: "x", count: 9000), at: path)
         let problem = unavailable(AtomicFile.read(path))
         #expect(problem?.kind == .corrupt)
-        #expect(problem?.message == "\(path) is 9000 bytes, over the 4096-byte cap; it is left in place")
+        #expect(problem?.message == """
+            \(path) is 9000 bytes, over the 4096-byte cap; it is not read, and the app that owns it \
+            moves it aside (as big.json.corrupt-<milliseconds>) before writing its record again
+            """)
         #expect(contents(of: path)?.count == 9000)
         #expect(AtomicFile.read(path, limit: 9000) == .found(Data(String(repeating: "x", count: 9000).utf8)))
     }
@@ -228,5 +231,95 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
         try AtomicFile.write(bytes("x"), to: path)
         try AtomicFile.remove(path)
         #expect(AtomicFile.read(path) == .absent)
+    }
+
+    @Test func aLinkedDirectoryBelowTheRootIsRefusedOnWriteAndUnknownOnRead() throws {
+        let directory = try TemporaryDirectory()
+        let root = directory.appending("data")
+        let elsewhere = directory.appending("elsewhere")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: elsewhere + "/slots", withIntermediateDirectories: true)
+        try plant("theirs", at: elsewhere + "/slots/com.acme.notes.json")
+        #expect(symlink(elsewhere, root + "/openudid") == 0)
+        let path = root + "/openudid/slots/com.acme.notes.json"
+
+        let read = unavailable(AtomicFile.read(path, below: root))
+        #expect(read?.kind == .unsafePath)
+        #expect(read?.message.contains("\(root)/openudid is a symbolic link") == true, "\(String(describing: read))")
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.write(bytes("mine"), to: path, below: root) }
+        #expect(throws: StoreUnavailable.self) { try AtomicFile.remove(path, below: root) }
+        #expect(throws: StoreUnavailable.self) { _ = try AtomicFile.quarantine(path, below: root) }
+        #expect(contents(of: elsewhere + "/slots/com.acme.notes.json") == "theirs")
+        #expect(names(in: elsewhere + "/slots") == ["com.acme.notes.json"])
+
+        // Above the root, links are fine: users link ~/.local/share elsewhere.
+        let linkedRoot = directory.appending("linked-data")
+        #expect(symlink(elsewhere, linkedRoot) == 0)
+        try AtomicFile.write(bytes("mine"), to: linkedRoot + "/slots/com.acme.photos.json", below: linkedRoot)
+        #expect(AtomicFile.read(linkedRoot + "/slots/com.acme.photos.json", below: linkedRoot) == .found(bytes("mine")))
+    }
+
+    @Test func aMissingDirectoryBelowTheRootReadsAsAbsent() throws {
+        let directory = try TemporaryDirectory()
+        #expect(AtomicFile.read(directory.appending("openudid/slots/x.y.json"), below: directory.path) == .absent)
+    }
+
+    @Test func aWriteRemovesTemporaryFilesThatAKilledWriterLeftButNotFreshOnes() throws {
+        let directory = try TemporaryDirectory()
+        let stale = directory.appending(".openudid-tmp-dead")
+        let fresh = directory.appending(".openudid-tmp-busy")
+        let other = directory.appending(".other-tmp-dead")
+        for path in [stale, fresh, other] { try plant("half a rec", at: path) }
+        let old = Date().addingTimeInterval(-Double(AtomicFile.staleTemporaryAge) - 30)
+        for path in [stale, other] {
+            try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path)
+        }
+        try AtomicFile.write(bytes("whole"), to: directory.appending("slot.json"))
+        #expect(names(in: directory.path) == [".openudid-tmp-busy", ".other-tmp-dead", "slot.json"])
+    }
+
+    @Test func aWriterKilledMidWriteLeavesATemporaryFileTheNextWriteRemoves() throws {
+        let directory = try TemporaryDirectory()
+        // A real writer, stopped for good by SIGKILL between creating its temporary file and renaming it.
+        let child = fork()
+        if child == 0 {
+            let descriptor = open(directory.appending(".openudid-tmp-0123456789abcdef"), O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            _ = write(descriptor, "{\"id\":", 6)
+            while true { pause() }
+        }
+        #expect(child > 0)
+        let temporary = directory.appending(".openudid-tmp-0123456789abcdef")
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: temporary), Date() < deadline { usleep(1_000) }
+        kill(child, SIGKILL)
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
+        #expect(FileManager.default.fileExists(atPath: temporary))
+
+        // Freshly left: kept (its writer might still be running). Aged past the bound: removed.
+        try AtomicFile.write(bytes("one"), to: directory.appending("slot.json"))
+        #expect(FileManager.default.fileExists(atPath: temporary))
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: temporary)
+        try AtomicFile.write(bytes("two"), to: directory.appending("slot.json"))
+        #expect(names(in: directory.path) == ["slot.json"])
+    }
+
+    @Test func quarantineNamesOfTheLongestAppIdsFitTheFileSystem() throws {
+        let directory = try TemporaryDirectory()
+        let app = String(repeating: "a", count: 115) + "." + String(repeating: "b", count: 114)
+        #expect(app.utf8.count == 230)
+        let path = directory.appending(app + ".json")
+        try AtomicFile.write(bytes("damaged"), to: path)
+        let first = try #require(try AtomicFile.quarantine(path, now: Date(timeIntervalSince1970: 1_704_067_200)))
+        try AtomicFile.write(bytes("damaged again"), to: path)
+        let second = try #require(try AtomicFile.quarantine(path, now: Date(timeIntervalSince1970: 1_704_067_200)))
+        for moved in [first, second] {
+            let name = (moved as NSString).lastPathComponent
+            #expect(name.utf8.count <= 255, "\(name.utf8.count) bytes")
+            #expect(name.hasPrefix(app))
+            #expect(name.contains(".corrupt-1704067200000"))
+        }
+        #expect(contents(of: first) == "damaged")
+        #expect(contents(of: second) == "damaged again")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import OpenUDID
 import Testing
 import TestSupport
 
@@ -40,5 +41,91 @@ import TestSupport
         let entries = object?["slots"] as? [[String: Any]] ?? []
         #expect(entries.filter { $0["kind"] as? String == "selection" }.isEmpty)
         #expect(entries.contains { $0["kind"] as? String == "file" && $0["app"] as? String == "com.acme.notes" })
+    }
+}
+
+/// Every argument is checked before any file is read or written; mistakes exit with status 2 and name the word.
+@Suite struct CommandLineMisuseTests {
+    /// Runs `openudid` with exactly `arguments` (no namespace added) in a fresh home.
+    private func run(_ arguments: [String]) throws -> (result: CommandResult, session: TestSession) {
+        let session = try TestSession(display: nil)
+        let result = try runCommand(Tools.product("openudid"), arguments, environment: session.environment)
+        return (result, session)
+    }
+
+    @Test(arguments: [
+        (["get", "--app", "com.acme.notes", "--scope", "xx"], "--scope must be shared or app, not \"xx\""),
+        (["serve", "--app", "com.acme.notes", "--scope", "xx"], "--scope must be shared or app"),
+        (["remove-app", "--namespace", "../x", "com.acme.notes"], "\"../x\" is not a valid namespace"),
+        (["get", "--app", "com.acme.notes", "--namespace", "../x"], "\"../x\" is not a valid namespace"),
+        (["remove-app", "com.acme.notes", "extra"], "unexpected argument \"extra\""),
+        (["get", "--app", "com.acme.notes", "stray"], "unexpected argument \"stray\""),
+        (["slots", "stray"], "unexpected argument \"stray\""),
+        (["get", "--app", "com.acme.notes", "--app", "com.acme.photos"], "--app is given twice"),
+        (["opt-out", "--app", "com.acme.notes", "--all"], "not both"),
+        (["opt-out", "--app", "com.acme.notes", "--all", "--undo"], "not both"),
+        (["opt-out"], "opt-out needs --app ID or --all"),
+        (["remove-app", "--json", "com.acme.notes"], "remove-app does not take --json"),
+        (["remove-app", "com.acme.notes", "--app", "com.acme.notes"], "not both"),
+        (["get", "--app", "com.acme.notes", "--display", ":1", "--no-display"], "contradict"),
+        (["get", "--app", "com.acme.notes", "--vendor", "../x"], "is not a valid"),
+        (["get", "--app", "com.acme.notes", "--slots", "0"], "--slots must be 1 to 10000"),
+    ])
+    func isRefusedWithStatusTwoBeforeAnyFileIsTouched(arguments: [String], message: String) throws {
+        let (result, session) = try run(arguments)
+        #expect(result.status == 2, "\(result.standardError)")
+        #expect(result.standardOutput.isEmpty)
+        #expect(result.standardError.hasPrefix("openudid: "))
+        #expect(result.standardError.contains(message), "\(result.standardError)")
+        let written = try allFiles(under: session.home.root.path)
+        #expect(written.isEmpty, "files were written: \(written)")
+        #expect(!FileManager.default.fileExists(atPath: session.home.dataHome.path + "/openudid"))
+    }
+
+    @Test func optOutOfOneAppWithAllDoesNotOptTheUserOut() throws {
+        let (result, session) = try run(["opt-out", "--app", "com.acme.notes", "--all"])
+        #expect(result.status == 2)
+        #expect(!OpenUDID.isOptedOutEverywhere(environment: session.environment))
+    }
+
+    @Test(arguments: ["get", "slots"])
+    func aDisplayGivenExplicitlyThatDoesNotAnswerExitsWithStatusFour(command: String) throws {
+        let arguments = command == "get" ? ["get", "--app", "com.acme.notes"] : ["slots"]
+        let (result, session) = try run(arguments + ["--display", ":4242", "--mirror", "none"])
+        #expect(result.status == 4, "\(result.standardError)")
+        #expect(result.standardError.contains("cannot open X display \":4242\""), "\(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: session.home.dataHome.path + "/openudid"))
+    }
+
+    @Test func aDisplayGivenExplicitlyMakesServeExitWithStatusFour() throws {
+        let (result, _) = try run(["serve", "--app", "com.acme.notes", "--display", ":4242", "--mirror", "none"])
+        #expect(result.status == 4, "\(result.standardError)")
+    }
+}
+
+@Suite struct CommandLineOutputTests {
+    @Test func serveWithScopeAppPrintsTheAppScopedIdentifier() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let appScoped = try session.get("com.acme.notes", ["--mirror", "none", "--scope", "app"])
+        #expect(appScoped.count == 36)
+        let participant = try session.serve("com.acme.notes", ["--mirror", "none", "--scope", "app"])
+        defer { participant.stop() }
+        #expect(participant.current == appScoped)
+    }
+
+    @Test func theSlotsTableShowsTwoDigitSlotNumbersWhole() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        var participants: [Participant] = []
+        defer { participants.forEach { $0.stop() } }
+        for index in 0...10 {
+            participants.append(try session.serve("org.table.app\(index)", ["--mirror", "none", "--no-files"]))
+        }
+        let deadline = Date().addingTimeInterval(20)
+        var table = ""
+        repeat {
+            table = try session.run(["slots", "--no-files"]).standardOutput
+        } while !table.contains("selection 10 ") && Date() < deadline
+        #expect(table.contains("selection 10 "), "\(table)")
+        #expect(table.split(separator: "\n").filter { $0.hasPrefix("selection 1 ") }.count == 1, "\(table)")
     }
 }

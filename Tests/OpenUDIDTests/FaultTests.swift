@@ -132,7 +132,7 @@ import TestSupport
             targets[place] = target
         }
 
-        let report = try session.report("com.acme.notes", Self.file)
+        let report = try unsavedReport(session, "com.acme.notes", Self.file)
         #expect(report["id"] as? String == shared, "the photos app's file slot still holds the identifier")
         for place in Place.allCases {
             let path = place.path(in: session, app: "com.acme.notes", vendor: "com.acme")
@@ -163,7 +163,7 @@ import TestSupport
         let before = try snapshot(session.home.dataHome.path)
         try mount.remountReadOnly()
 
-        let report = try session.report("org.indie.chess", Self.file)
+        let report = try unsavedReport(session, "org.indie.chess", Self.file)
         #expect(report["id"] as? String == shared)
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
@@ -185,7 +185,7 @@ import TestSupport
         try fillDisk(filler)
         let before = try snapshot(session.home.dataHome.path, excluding: filler)
 
-        let report = try session.report("org.indie.chess", Self.file)
+        let report = try unsavedReport(session, "org.indie.chess", Self.file)
         #expect(report["id"] as? String == shared)
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
@@ -217,7 +217,7 @@ import TestSupport
                                     ["-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\"", openudid,
                                      "get", "--app", "org.indie.chess", "--json"] + Self.file + session.commonArguments,
                                     environment: session.environment)
-        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.status == 3, "nothing could be saved: \(result.standardError)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
         #expect(report["id"] as? String == shared)
         for place in Place.allCases {
@@ -226,6 +226,48 @@ import TestSupport
             #expect(repair?.detail.contains("a file size limit (ulimit -f) is in effect") == true, "\(place): \(String(describing: repair))")
         }
         #expect(try snapshot(session.home.dataHome.path) == before)
+    }
+}
+
+@Suite struct LinkedDirectoryFaultTests {
+    @Test(arguments: ["app directory", "vendors"])
+    func aLinkedDirectoryIsNeverWrittenThroughAndTheIdentifierIsKept(linked: String) throws {
+        let session = try TestSession(display: nil)
+        let file = ["--mirror", "file"]
+        let shared = try session.get("com.acme.notes", file)
+        let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
+        let directory = linked == "vendors" ? paths.vendorsDirectory : AtomicFile.split(paths.localCacheFile(for: try AppIdentity("com.acme.photos"))).directory
+        let elsewhere = session.home.root.appendingPathComponent("elsewhere").path
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        if FileManager.default.fileExists(atPath: directory) { try FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: AtomicFile.split(directory).directory, withIntermediateDirectories: true)
+        #expect(symlink(elsewhere, directory) == 0)
+
+        let result = try session.run(["get", "--app", "com.acme.photos", "--json"] + file)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect(report["id"] as? String == shared)
+        #expect(try allFiles(under: elsewhere).isEmpty, "a write went through the link")
+        let place = linked == "vendors" ? "mirror" : "local cache"
+        #expect(report.repair(place)?.outcome == "skipped", "\(String(describing: report.repair(place)))")
+        let complaints = report.rejections.map(\.reason) + ((report["sources"] as? [[String: Any]]) ?? []).compactMap { $0["detail"] as? String }
+        #expect(complaints.contains { $0.contains(directory + " is a symbolic link") }, "\(complaints)")
+    }
+
+    @Test func getWarnsAndExitsWithThreeWhenNothingCouldBeSaved() throws {
+        let session = try TestSession(display: nil)
+        let data = session.home.dataHome.path
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        // Files standing where the directories go: nothing can be written, whoever runs the tool.
+        try plant("not a directory", at: data + "/openudid")
+        try plant("not a directory", at: data + "/com.acme.notes")
+        let result = try session.run(["get", "--app", "com.acme.notes", "--mirror", "none"])
+        #expect(result.status == 3, "\(result.standardError)")
+        #expect(result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines).count == 40)
+        #expect(result.standardError.hasPrefix("openudid: the identifier could not be saved anywhere ("), "\(result.standardError)")
+
+        // With one place that holds it, all is well.
+        try FileManager.default.removeItem(atPath: data + "/com.acme.notes")
+        #expect(try session.run(["get", "--app", "com.acme.notes", "--mirror", "none"]).status == 0)
     }
 }
 
@@ -261,13 +303,38 @@ extension ConcurrencyFaultTests {
     @Test func anAppKeepingTheGenerationLockDelaysButNeverBlocksAFirstResolution() throws {
         let session = try TestSession(display: nil)
         let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
-        let squatter = try #require(FileLock.acquire(paths.generationLock, waitingAtMost: .zero))
+        let squatter = try #require(FileLock.acquire(paths.generationLock, waitingAtMost: .zero).value)
         defer { squatter.release() }
         let started = Date()
-        let id = try session.get("com.acme.notes", ["--mirror", "none"])
+        let report = try session.report("com.acme.notes", ["--mirror", "none"])
         let seconds = Date().timeIntervalSince(started)
-        #expect(id.count == 40)
+        #expect((report["id"] as? String)?.count == 40)
         #expect(seconds >= 1.9 && seconds < 6, "took \(seconds) s")
+        // Going on without the lock is said, not silent.
+        #expect(report.rejections.contains { $0.place == paths.generationLock && $0.reason.contains("held the lock") },
+                "\(report.rejections)")
+    }
+
+    @Test(arguments: ["directory", "fifo"])
+    func aDirectoryOrFIFOPlantedAtTheLockStillGivesFirstStartsOneIdentifier(planted: String) throws {
+        let session = try TestSession(display: nil)
+        let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
+        try FileManager.default.createDirectory(atPath: AtomicFile.split(paths.generationLock).directory,
+                                                withIntermediateDirectories: true)
+        if planted == "directory" {
+            try FileManager.default.createDirectory(atPath: paths.generationLock, withIntermediateDirectories: false)
+        } else {
+            #expect(mkfifo(paths.generationLock, 0o600) == 0)
+        }
+        let outputs = Locked<[String]>([])
+        onThreads(30) { index in
+            let result = try? session.run(["get", "--app", "org.swarm.app\(index)", "--mirror", "file", "--no-display"], timeout: 60)
+            outputs.withLock { $0.append(result?.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) ?? "did not finish") }
+        }
+        let identifiers = Set(outputs.withLock { $0 })
+        #expect(identifiers.count == 1, "\(identifiers.count) different results")
+        let directory = AtomicFile.split(paths.generationLock).directory
+        #expect(names(in: directory).filter { $0.hasPrefix("generate.lock.corrupt-") }.count == 1)
     }
 }
 
@@ -330,6 +397,14 @@ extension ConcurrencyFaultTests {
 
 // MARK: - Helpers
 
+/// `openudid get --json` that is expected to save the identifier nowhere: exit status 3, a warning, the report.
+func unsavedReport(_ session: TestSession, _ app: String, _ extra: [String]) throws -> [String: Any] {
+    let result = try session.run(["get", "--app", app, "--json"] + extra)
+    #expect(result.status == 3, "\(result.standardError)")
+    #expect(result.standardError.contains("could not be saved anywhere"))
+    return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+}
+
 /// The occupied selection slots of a session, as `openudid slots --json` lists them.
 func occupiedSelectionSlots(_ session: TestSession, _ extra: [String]) -> [(slot: Int, app: String, id: String)] {
     guard let result = try? session.run(["slots", "--json"] + extra),
@@ -381,7 +456,10 @@ final class TmpfsMount: Sendable {
 
     /// Whether this process may mount file systems (root with CAP_SYS_ADMIN, not in a locked-down container).
     static let isPermitted: Bool = {
-        guard geteuid() == 0, let probe = try? TmpfsMount(at: probeDirectory(), size: "4k") else { return false }
+        guard geteuid() == 0 else { return false }
+        let directory = probeDirectory()
+        defer { rmdir(directory) }
+        guard let probe = try? TmpfsMount(at: directory, size: "4k") else { return false }
         probe.unmount()
         return true
     }()

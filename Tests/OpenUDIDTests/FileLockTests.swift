@@ -2,32 +2,73 @@ import Foundation
 import Testing
 @testable import OpenUDID
 
+extension Result {
+    var value: Success? { if case .success(let value) = self { value } else { nil } }
+    var failure: Failure? { if case .failure(let failure) = self { failure } else { nil } }
+}
+
 @Suite struct FileLockTests {
     @Test func aSecondHolderWaitsAndGivesUpAtItsBound() throws {
         let directory = try TemporaryDirectory()
         let path = directory.appending("sub/generate.lock")
-        let first = try #require(FileLock.acquire(path, waitingAtMost: .zero))
+        let first = try #require(FileLock.acquire(path, waitingAtMost: .zero).value)
         #expect(mode(of: directory.appending("sub")) == 0o700)
 
         let started = ContinuousClock.now
-        #expect(FileLock.acquire(path, waitingAtMost: .milliseconds(200)) == nil)
+        let second = FileLock.acquire(path, waitingAtMost: .milliseconds(200)).failure
         let waited = ContinuousClock.now - started
+        #expect(second?.kind == .timedOut)
+        #expect(second?.message.contains("another app held the lock \(path) for 0.2 s") == true, "\(String(describing: second))")
         #expect(waited >= .milliseconds(190) && waited < .seconds(2))
 
         first.release()
-        #expect(FileLock.acquire(path, waitingAtMost: .zero) != nil)
+        #expect(FileLock.acquire(path, waitingAtMost: .zero).value != nil)
     }
 
-    @Test func aLinkOrFIFOAtThePathIsNeitherFollowedNorUsed() throws {
+    @Test func aLinkIsNeitherFollowedNorUsedButMovedAside() throws {
         let directory = try TemporaryDirectory()
         let target = directory.appending("target")
         let link = directory.appending("link.lock")
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        #expect(FileLock.acquire(link, waitingAtMost: .zero) == nil)
+        let lock = try #require(FileLock.acquire(link, waitingAtMost: .zero).value)
+        defer { lock.release() }
         #expect(!FileManager.default.fileExists(atPath: target), "the link was followed")
+        #expect(!isSymbolicLink(link))
+        #expect(names(in: directory.path).contains { $0.hasPrefix("link.lock.corrupt-") })
+    }
 
-        let fifo = directory.appending("fifo.lock")
-        #expect(mkfifo(fifo, 0o600) == 0)
-        #expect(FileLock.acquire(fifo, waitingAtMost: .zero) == nil)
+    @Test(arguments: ["directory", "fifo"])
+    func aDirectoryOrFIFOAtThePathIsMovedAsideAndTheLockStillExcludes(planted: String) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("generate.lock")
+        if planted == "directory" {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        } else {
+            #expect(mkfifo(path, 0o600) == 0)
+        }
+        let first = try #require(FileLock.acquire(path, waitingAtMost: .zero).value)
+        defer { first.release() }
+        #expect(names(in: directory.path).filter { $0.hasPrefix("generate.lock.corrupt-") }.count == 1)
+        // Without the fix a planted directory or FIFO made every caller go on unlocked at once.
+        #expect(FileLock.acquire(path, waitingAtMost: .milliseconds(50)).failure?.kind == .timedOut)
+    }
+
+    @Test func aLockThatCannotBeMadeIsReportedAsUnusable() throws {
+        let directory = try TemporaryDirectory()
+        try plant("a file", at: directory.appending("openudid"))
+        let path = directory.appending("openudid/generate.lock")
+        let failure = FileLock.acquire(path, waitingAtMost: .zero).failure
+        #expect(failure?.kind == .unusable)
+        #expect(failure?.message.hasPrefix("cannot use the lock \(path): ") == true, "\(String(describing: failure))")
+    }
+
+    @Test func aLinkedDirectoryBelowTheRootIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.appending("elsewhere"), withIntermediateDirectories: false)
+        #expect(symlink(directory.appending("elsewhere"), directory.appending("openudid")) == 0)
+        let failure = FileLock.acquire(directory.appending("openudid/generate.lock"), waitingAtMost: .zero, below: directory.path).failure
+        #expect(failure?.kind == .unusable)
+        #expect(failure?.message.contains("is a symbolic link") == true)
+        #expect(names(in: directory.appending("elsewhere")).isEmpty)
     }
 }

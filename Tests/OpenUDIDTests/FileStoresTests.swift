@@ -250,3 +250,121 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
         #expect(parsed.vendor == "com.acme")
     }
 }
+
+/// Directories OpenUDID creates or writes into, each replaced by a link: every store refuses alike.
+@Suite struct LinkedDirectoryTests {
+    private let directory: TemporaryDirectory
+    private let elsewhere: String
+    private let paths: StoragePaths
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        elsewhere = directory.appending("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory.appending("data"), withIntermediateDirectories: true)
+        paths = try StoragePaths(environment: ["XDG_DATA_HOME": directory.appending("data"), "XDG_CONFIG_HOME": directory.appending("config")],
+                                 namespace: "lab")
+    }
+
+    private func link(_ relative: String) throws {
+        let path = directory.appending("data/" + relative)
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        #expect(symlink(elsewhere, path) == 0)
+    }
+
+    @Test(arguments: ["openudid", "openudid/ns", "openudid/ns/lab", "openudid/ns/lab/slots"])
+    func fileSlots(linked: String) throws {
+        try link(linked)
+        let store = FileSlotStore(paths: paths)
+        #expect(throws: StoreUnavailable.self) { try store.write(record("com.acme.notes").encoded(), app: "com.acme.notes") }
+        #expect(problem(store.read(app: "com.acme.notes"))?.kind == .unsafePath)
+        #expect(throws: StoreUnavailable.self) { try store.list() }
+        #expect(try allFiles(under: elsewhere).isEmpty)
+    }
+
+    @Test(arguments: ["openudid", "openudid/ns/lab", "openudid/ns/lab/vendors"])
+    func vendorMirror(linked: String) throws {
+        try link(linked)
+        let mirror = FileVendorMirror(paths: paths)
+        #expect(throws: StoreUnavailable.self) { try mirror.write(record("com.acme.notes").encoded(), vendor: "com.acme") }
+        let read = problem(mirror.read(vendor: "com.acme"))
+        #expect(read?.kind == .unsafePath)
+        #expect(read?.message.contains("is a symbolic link") == true)
+        #expect(try allFiles(under: elsewhere).isEmpty)
+    }
+
+    @Test func localCache() throws {
+        try link("com.acme.notes")
+        let cache = LocalCache(app: try AppIdentity("com.acme.notes"), paths: paths)
+        #expect(throws: StoreUnavailable.self) { try cache.write(.random(), born: 1_700_000_000_000) }
+        #expect(throws: StoreUnavailable.self) { try cache.optOut() }
+        guard case .unavailable(let read) = cache.read(now: now) else {
+            Issue.record("a linked app directory must be unknown, not absent")
+            return
+        }
+        #expect(read.message.contains(directory.appending("data/com.acme.notes") + " is a symbolic link"))
+        #expect(try allFiles(under: elsewhere).isEmpty)
+    }
+}
+
+/// Files planted beside the real file slots never hide them.
+@Suite struct HostileSlotFilesTests {
+    @Test func aThousandJunkFilesBesideTheHonestSlotsHideNone() throws {
+        let directory = try TemporaryDirectory()
+        let store = FileSlotStore(directory: directory.path)
+        let honest = ["com.acme.notes", "com.acme.photos"]
+        let shared = Identifier.random()
+        for app in honest { try store.write(record(app, id: shared).encoded(), app: app) }
+        // Empty files under valid names that sort first, and as many under names that are no app id.
+        for index in 0..<1000 {
+            try plant("", at: directory.appending(String(format: "aaa.junk%04d.json", index)))
+            try plant("", at: directory.appending(String(format: "junk%04d.json", index)))
+        }
+        let listing = try store.list()
+        let found = listing.entries.compactMap { entry -> String? in
+            guard case .found(let bytes) = entry.content, let record = try? SlotRecord.parse(bytes) else { return nil }
+            return record.app
+        }
+        #expect(found == honest)
+        #expect(listing.omitted == 0)
+    }
+
+    @Test func theLimitCountsValidRecordsAndTheCallersOwnSlotIsAlwaysRead() throws {
+        let directory = try TemporaryDirectory()
+        let store = FileSlotStore(directory: directory.path)
+        for index in 0..<5 { try store.write(record("com.app.n\(index)").encoded(), app: "com.app.n\(index)") }
+        try plant("{broken", at: directory.appending("com.app.a.json"))
+        let listing = try store.list(limit: 2, including: "com.app.n4")
+        #expect(listing.entries.map(\.app) == ["com.app.a", "com.app.n0", "com.app.n1", "com.app.n4"])
+        #expect(listing.omitted == 2)
+    }
+}
+
+@Suite struct LongAppIdTests {
+    /// The longest app id: 230 bytes, so that every name derived from it fits NAME_MAX (255).
+    static let app = String(repeating: "a", count: 115) + "." + String(repeating: "b", count: 114)
+
+    @Test func theLongestAppIdHasARealFileSlotAndCache() throws {
+        #expect(Self.app.utf8.count == 230)
+        let directory = try TemporaryDirectory()
+        let paths = try StoragePaths(environment: ["XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path + "/c"],
+                                     namespace: String(repeating: "n", count: 64))
+        let store = FileSlotStore(paths: paths)
+        let bytes = record(Self.app).encoded()
+        try store.write(bytes, app: Self.app)
+        #expect(store.read(app: Self.app) == .found(bytes))
+        #expect(try store.list().entries.map(\.app) == [Self.app])
+        try plant("damaged", at: try store.path(for: Self.app))
+        let moved = try #require(try store.quarantine(app: Self.app, now: now))
+        #expect((moved as NSString).lastPathComponent.utf8.count <= 255)
+        #expect(contents(of: moved) == "damaged")
+
+        let identity = try AppIdentity(Self.app)
+        let cache = LocalCache(app: identity, paths: paths)
+        try cache.write(.random(), born: 1_700_000_000_000)
+        guard case .identifier = cache.read() else {
+            Issue.record("the cache of a 230-byte app id must be readable")
+            return
+        }
+    }
+}

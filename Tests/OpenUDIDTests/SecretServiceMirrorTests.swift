@@ -170,7 +170,7 @@ import TestSupport
         let writeStarted = ContinuousClock.now
         #expect(throws: StoreUnavailable.self) { try impatient.write(record("fresh"), vendor: "com.acme") }
         #expect(ContinuousClock.now - writeStarted < .seconds(3))
-        if case .unreachable = SecretServiceMirror.probe(busAddress: bus.address, deadline: .milliseconds(300)) {} else {
+        if case .unresponsive = SecretServiceMirror.probe(busAddress: bus.address, deadline: .milliseconds(300)) {} else {
             Issue.record("a hung service does not answer")
         }
 
@@ -282,4 +282,72 @@ private final class Outcome: @unchecked Sendable {
     private var stored: StoreRead?
     func set(_ value: StoreRead) { lock.withLock { stored = value } }
     var value: StoreRead? { lock.withLock { stored } }
+}
+
+/// The namespace keeps an experiment's item apart from the real one, in both directions.
+@Suite struct SecretServiceNamespaceTests {
+    let bus: PrivateSessionBus
+
+    init() throws {
+        bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
+    }
+
+    private func secretTool(_ arguments: [String], input: String? = nil) throws -> CommandResult {
+        try runCommand(try Tools.find("secret-tool"), arguments, environment: bus.environment(), input: input)
+    }
+
+    @Test func aNamespacedItemAndTheRealOneNeverSeeEachOther() throws {
+        let real = SecretServiceMirror(busAddress: bus.address)
+        let lab = SecretServiceMirror(busAddress: bus.address, namespace: "lab")
+        try lab.write(Data("lab".utf8), vendor: "com.acme")
+        #expect(real.read(vendor: "com.acme") == .absent, "a lookup without a namespace matched the namespaced item")
+        try real.write(Data("real".utf8), vendor: "com.acme")
+        #expect(lab.read(vendor: "com.acme") == .found(Data("lab".utf8)))
+        #expect(real.read(vendor: "com.acme") == .found(Data("real".utf8)))
+
+        let lookup = try secretTool(["lookup", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme", "namespace", "lab"])
+        #expect(lookup.standardOutput == "lab")
+        let plain = try secretTool(["lookup", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme", "namespace", ""])
+        #expect(plain.standardOutput == "real")
+
+        try lab.remove(vendor: "com.acme")
+        #expect(real.read(vendor: "com.acme") == .found(Data("real".utf8)))
+        try real.remove(vendor: "com.acme")
+        #expect(lab.read(vendor: "com.acme") == .absent)
+    }
+
+    @Test func anItemWithoutTheAttributeIsReadOutsideANamespaceAndReplacedOnWrite() throws {
+        let stored = try secretTool(["store", "--label=version 1", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
+                                    input: "version 1")
+        #expect(stored.status == 0, "\(stored.standardError)")
+        let real = SecretServiceMirror(busAddress: bus.address)
+        let lab = SecretServiceMirror(busAddress: bus.address, namespace: "lab")
+        #expect(real.read(vendor: "com.acme") == .found(Data("version 1".utf8)))
+        #expect(lab.read(vendor: "com.acme") == .absent)
+
+        try real.write(Data("version 2".utf8), vendor: "com.acme")
+        let items = try secretTool(["search", "--all", "vendor", "com.acme"])
+        #expect(items.standardOutput.components(separatedBy: "label = ").count == 2, "the old item is gone: \(items.standardOutput)")
+        #expect(real.read(vendor: "com.acme") == .found(Data("version 2".utf8)))
+    }
+
+    @Test func anAutomaticChoiceWithAHungKeyringKeepsTheSecretServiceAndSaysItDidNotAnswer() throws {
+        bus.suspendKeyring()
+        defer { bus.resumeKeyring() }
+        let probe = SecretServiceMirror.probe(busAddress: bus.address, deadline: .milliseconds(300))
+        guard case .unresponsive(let why) = probe else {
+            Issue.record("a hung keyring must be unresponsive, not \(probe)")
+            return
+        }
+        #expect(why.message.contains("did not answer within 0.3 s"))
+
+        let session = try TestSession(display: nil, home: bus.home, extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let result = try session.run(["get", "--app", "com.acme.notes", "--json", "--mirror", "automatic"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect((report["mirror"] as? [String: Any])?["store"] as? String == "secret-service", "\(report)")
+        #expect(report.source("mirror")?.state == "unavailable")
+        #expect(report.source("mirror")?.detail.contains("did not answer within") == true, "\(String(describing: report.source("mirror")))")
+        #expect(!FileManager.default.fileExists(atPath: try StoragePaths(environment: session.environment, namespace: session.namespace).vendorsDirectory),
+                "the file store was used instead")
+    }
 }

@@ -34,6 +34,15 @@ enum POSIX {
     /// Whether `info` describes a symbolic link.
     static func isSymbolicLink(_ info: stat) -> Bool { info.st_mode & S_IFMT == S_IFLNK }
 
+    /// The name of a directory entry.
+    static func name(of entry: UnsafeMutablePointer<dirent>) -> String {
+        withUnsafePointer(to: entry.pointee.d_name) { pointer in
+            pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
+                String(cString: $0)
+            }
+        }
+    }
+
     /// An `errno` value as an error, so it can travel in a `Result`.
     struct Errno: Error {
         let code: Int32

@@ -9,8 +9,12 @@ import Glibc
 /// whatever stands at the target and replaces the file atomically, so a
 /// reader sees the old bytes or the new ones, never a mix.
 ///
-/// Symbolic links in the directories above the file are followed: users
-/// legitimately link `~/.local/share` elsewhere.
+/// Symbolic links in the directories above the store's root (the XDG data or
+/// config home) are followed: users legitimately link `~/.local/share`
+/// elsewhere. Below the root, every directory OpenUDID creates or writes into
+/// (`openudid/`, `slots/`, `vendors/`, `ns/<namespace>/`, an app's own
+/// directory, the config's `openudid/`) must be a real directory: a link there
+/// is refused on write and makes a read unavailable (unknown), never absent.
 ///
 /// A process that has a file size limit (`ulimit -f`) receives `SIGXFSZ` when
 /// a write would cross it, and by default that signal ends the process. This
@@ -24,8 +28,64 @@ enum AtomicFile {
     ///   - path: The file to read.
     ///   - limit: The largest size accepted, in bytes.
     /// - Returns: The bytes, `.absent` when there is no file, or why it could not be read.
-    static func read(_ path: String, limit: Int = SlotRecord.maximumSize) -> StoreRead {
-        read(in: AT_FDCWD, name: path, path: path, limit: limit)
+    ///   - root: The directory below which no link is followed (see the type's notes);
+    ///     `nil` checks the file's own directory only.
+    static func read(_ path: String, limit: Int = SlotRecord.maximumSize, below root: String? = nil) -> StoreRead {
+        switch checkDirectories(split(path).directory, for: path, below: root) {
+        case .failure(let problem): return .unavailable(problem)
+        case .success(false): return .absent
+        case .success(true): return read(in: AT_FDCWD, name: path, path: path, limit: limit)
+        }
+    }
+
+    /// Checks `directory` and its parents below `root` without following a link.
+    ///
+    /// - Parameter path: The file or directory to name in messages.
+    /// - Returns: `true` when they all exist as real directories, `false` when one
+    ///   is missing (so nothing below it can exist), or why one cannot be used.
+    static func checkDirectories(_ directory: String, for path: String, below root: String?) -> Result<Bool, StoreUnavailable> {
+        for directory in ownDirectories(directory, below: root) {
+            switch POSIX.linkStatus(directory) {
+            case .failure(let error) where error.code == ENOENT:
+                return .success(false)
+            case .failure(let error) where error.code == ENOTDIR:
+                return .failure(StoreUnavailable(.unsafePath,
+                    "cannot use \(path): a component of the path is not a directory; remove or rename it"))
+            case .failure(let error):
+                return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))"))
+            case .success(let info) where POSIX.isSymbolicLink(info):
+                return .failure(linkedDirectory(directory, path: path))
+            case .success(let info) where !POSIX.isDirectory(info):
+                return .failure(StoreUnavailable(.unsafePath, "cannot use \(path): \(directory) is not a directory; remove or rename it"))
+            case .success:
+                continue
+            }
+        }
+        return .success(true)
+    }
+
+    private static func linkedDirectory(_ directory: String, path: String) -> StoreUnavailable {
+        StoreUnavailable(.unsafePath, """
+            cannot use \(path): \(directory) is a symbolic link; OpenUDID never follows links inside its own \
+            directories; replace the link with a real directory
+            """)
+    }
+
+    /// The directories from just below `root` down to `directory`, outermost first:
+    /// the ones that must be real directories. Without a root, or when `directory`
+    /// is not below it, only `directory` itself.
+    static func ownDirectories(_ directory: String, below root: String?) -> [String] {
+        guard let root else { return [directory] }
+        if directory == root { return [] }
+        let prefix = root == "/" ? "/" : root + "/"
+        guard directory.hasPrefix(prefix) else { return [directory] }
+        var result: [String] = []
+        var current = directory
+        while current != root, current.hasPrefix(prefix) {
+            result.append(current)
+            current = split(current).directory
+        }
+        return result.reversed()
     }
 
     /// Reads `name` relative to the open directory `directory`; `path` names it in messages.
@@ -79,7 +139,10 @@ enum AtomicFile {
     }
 
     private static func oversized(_ path: String, size: Int, limit: Int) -> StoreUnavailable {
-        StoreUnavailable(.corrupt, "\(path) is \(size) bytes, over the \(limit)-byte cap; it is left in place")
+        StoreUnavailable(.corrupt, """
+            \(path) is \(size) bytes, over the \(limit)-byte cap; it is not read, and the app that owns it \
+            moves it aside (as \(split(path).name).corrupt-<milliseconds>) before writing its record again
+            """)
     }
 
     /// Replaces the file at `path` with `data`, atomically and durably.
@@ -92,9 +155,12 @@ enum AtomicFile {
     ///   than a regular file stands at `path` (it is neither followed nor
     ///   removed), or `.io` naming the path and the system's reason; the old
     ///   file is then intact.
-    static func write(_ data: Data, to path: String) throws(StoreUnavailable) {
+    ///   - root: The directory below which no link is followed (see the type's notes);
+    ///     `nil` checks the file's own directory only.
+    static func write(_ data: Data, to path: String, below root: String? = nil) throws(StoreUnavailable) {
         let (directory, _) = split(path)
-        try makeDirectories(directory, for: path)
+        try makeDirectories(directory, for: path, below: root)
+        removeStaleTemporaries(in: directory)
 
         switch POSIX.linkStatus(path) {
         case .success(let info) where !POSIX.isRegularFile(info):
@@ -134,7 +200,12 @@ enum AtomicFile {
     ///
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when something other
     ///   than a regular file stands there (it is left alone), or `.io`.
-    static func remove(_ path: String) throws(StoreUnavailable) {
+    static func remove(_ path: String, below root: String? = nil) throws(StoreUnavailable) {
+        switch checkDirectories(split(path).directory, for: path, below: root) {
+        case .failure(let problem): throw problem
+        case .success(false): return
+        case .success(true): break
+        }
         switch POSIX.linkStatus(path) {
         case .failure(let error) where error.code == ENOENT || error.code == ENOTDIR:
             return
@@ -160,7 +231,12 @@ enum AtomicFile {
     ///   - now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` for anything but a regular file, or `.io`.
-    static func quarantine(_ path: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+    static func quarantine(_ path: String, now: Date = Date(), below root: String? = nil) throws(StoreUnavailable) -> String? {
+        switch checkDirectories(split(path).directory, for: path, below: root) {
+        case .failure(let problem): throw problem
+        case .success(false): return nil
+        case .success(true): break
+        }
         switch POSIX.linkStatus(path) {
         case .failure(let error) where error.code == ENOENT:
             return nil
@@ -172,9 +248,10 @@ enum AtomicFile {
         case .success:
             break
         }
-        let base = "\(path).corrupt-\(Milliseconds.since1970(now))"
+        let (directory, name) = split(path)
+        let suffix = ".corrupt-\(Milliseconds.since1970(now))"
         for attempt in 0..<1000 {
-            let target = attempt == 0 ? base : "\(base)-\(attempt)"
+            let target = joined(directory, quarantineName(name, suffix: attempt == 0 ? suffix : "\(suffix)-\(attempt)"))
             // link(2) fails rather than replace an existing name, which rename(2) would not.
             if link(path, target) == 0 {
                 guard unlink(path) == 0 || errno == ENOENT else {
@@ -205,6 +282,22 @@ enum AtomicFile {
         throw StoreUnavailable(.io, "cannot quarantine \(path): 1000 quarantined copies from this millisecond already exist")
     }
 
+    /// The longest file name the file systems OpenUDID runs on accept (`NAME_MAX`).
+    static let maximumNameLength = 255
+
+    /// `name` followed by `suffix`, with the end of `name` cut so that the whole
+    /// fits `maximumNameLength` bytes (a long app id's `.json` goes first).
+    static func quarantineName(_ name: String, suffix: String) -> String {
+        let room = maximumNameLength - suffix.utf8.count
+        guard name.utf8.count > room else { return name + suffix }
+        // Names here are ASCII (app ids, vendors, fixed words), so cutting bytes cuts characters.
+        return String(decoding: name.utf8.prefix(room), as: UTF8.self) + suffix
+    }
+
+    private static func joined(_ directory: String, _ name: String) -> String {
+        directory == "/" ? "/" + name : directory + "/" + name
+    }
+
     // MARK: - Pieces of a write
 
     /// Splits a path into its directory and last component.
@@ -215,11 +308,18 @@ enum AtomicFile {
     }
 
     /// Creates `directory` and its missing parents with mode 0700.
-    static func makeDirectories(_ directory: String, for path: String) throws(StoreUnavailable) {
+    ///
+    /// Directories above `root` may be links; those below it (or `directory`
+    /// itself when there is no root) must be real directories.
+    static func makeDirectories(_ directory: String, for path: String, below root: String? = nil) throws(StoreUnavailable) {
+        let own = Set(ownDirectories(directory, below: root))
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + component
             var info = stat()
+            if own.contains(prefix), lstat(prefix, &info) == 0, POSIX.isSymbolicLink(info) {
+                throw linkedDirectory(prefix, path: path)
+            }
             if stat(prefix, &info) == 0 {
                 guard POSIX.isDirectory(info) else {
                     throw StoreUnavailable(.unsafePath, "cannot write \(path): \(prefix) is not a directory; remove or rename it")
@@ -232,13 +332,51 @@ enum AtomicFile {
         }
     }
 
+    /// The prefix of every temporary file name; nothing else in the directories starts with it.
+    static let temporaryPrefix = ".openudid-tmp-"
+
+    /// How old a temporary file must be before a writer removes it as left over.
+    ///
+    /// A write lives for milliseconds between creating its temporary file and
+    /// renaming it; one whose file is older than this was killed (or is stalled
+    /// so long that failing its rename, which leaves the old file intact, is fine).
+    static let staleTemporaryAge: Int = 60
+
+    /// Removes temporary files that a killed writer left in `directory`; best effort.
+    ///
+    /// Only regular files named `.openudid-tmp-*` whose last change is more than
+    /// `staleTemporaryAge` seconds old are removed; at most `FileSlotStore.scanLimit`
+    /// entries are looked at.
+    static func removeStaleTemporaries(in directory: String, now: time_t = time(nil)) {
+        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard descriptor >= 0 else { return }
+        guard let stream = fdopendir(descriptor) else {
+            close(descriptor)
+            return
+        }
+        defer { closedir(stream) }
+        var stale: [String] = []
+        var scanned = 0
+        while scanned < FileSlotStore.scanLimit, let entry = readdir(stream) {
+            scanned += 1
+            let name = POSIX.name(of: entry)
+            guard name.hasPrefix(temporaryPrefix) else { continue }
+            var info = stat()
+            guard fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0, POSIX.isRegularFile(info),
+                  now - info.st_mtim.tv_sec > staleTemporaryAge else { continue }
+            stale.append(name)
+        }
+        for name in stale { unlinkat(dirfd(stream), name, 0) }
+    }
+
     /// Creates a fresh temporary file next to `path`, never reusing or following an existing name.
     private static func createTemporary(in directory: String, for path: String) throws(StoreUnavailable) -> (String, Int32) {
         var generator = SystemRandomNumberGenerator()
         var code: Int32 = EEXIST
         for _ in 0..<16 {
             // A leading dot and no `.json` suffix keep listings from ever taking it for a slot.
-            let name = ".openudid-tmp-" + String(generator.next() as UInt64, radix: 16)
+            // 30 bytes at most, whatever the target's name: it always fits NAME_MAX.
+            let name = temporaryPrefix + String(generator.next() as UInt64, radix: 16)
             let temporary = directory == "/" ? "/" + name : directory + "/" + name
             let descriptor = POSIX.retrying {
                 open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

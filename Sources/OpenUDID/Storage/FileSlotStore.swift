@@ -15,19 +15,25 @@ public struct FileSlotStore: Sendable, Hashable {
 
     /// The directory holding the slot files.
     public let directory: String
+    /// The directory below which every directory must be a real one, never a link
+    /// (the XDG data home); `nil` checks `directory` alone.
+    public let root: String?
 
     /// A store in `directory`.
     ///
-    /// - Parameter directory: An absolute path; created on first write.
-    public init(directory: String) {
+    /// - Parameters:
+    ///   - directory: An absolute path; created on first write.
+    ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
+    public init(directory: String, root: String? = nil) {
         self.directory = directory
+        self.root = root
     }
 
     /// The store at `paths.slotsDirectory`.
     ///
     /// - Parameter paths: The storage locations to use.
     public init(paths: StoragePaths) {
-        self.init(directory: paths.slotsDirectory)
+        self.init(directory: paths.slotsDirectory, root: paths.dataHome)
     }
 
     /// The path of `app`'s slot file.
@@ -51,7 +57,7 @@ public struct FileSlotStore: Sendable, Hashable {
     /// - Returns: The bytes, `.absent`, or why the file could not be read.
     public func read(app: String) -> StoreRead {
         do {
-            return AtomicFile.read(try path(for: app))
+            return AtomicFile.read(try path(for: app), below: root)
         } catch {
             return .unavailable(error)
         }
@@ -64,7 +70,7 @@ public struct FileSlotStore: Sendable, Hashable {
     ///   - app: The application id the slot belongs to.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
     public func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
-        try AtomicFile.write(bytes, to: try path(for: app))
+        try AtomicFile.write(bytes, to: try path(for: app), below: root)
     }
 
     /// Deletes `app`'s slot file; a missing file is fine.
@@ -72,7 +78,7 @@ public struct FileSlotStore: Sendable, Hashable {
     /// - Parameter app: The application id the slot belongs to.
     /// - Throws: `StoreUnavailable` when it cannot be removed.
     public func remove(app: String) throws(StoreUnavailable) {
-        try AtomicFile.remove(try path(for: app))
+        try AtomicFile.remove(try path(for: app), below: root)
     }
 
     /// Moves `app`'s slot file aside as `<app>.json.corrupt-<milliseconds>`, keeping its bytes.
@@ -83,7 +89,7 @@ public struct FileSlotStore: Sendable, Hashable {
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
     public func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(try path(for: app), now: now)
+        try AtomicFile.quarantine(try path(for: app), now: now, below: root)
     }
 
     /// One file slot found by `list(limit:)`.
@@ -94,13 +100,13 @@ public struct FileSlotStore: Sendable, Hashable {
         public let content: StoreRead
     }
 
-    /// What `list(limit:)` found, and what it passed over.
+    /// What `list(limit:including:)` found, and what it passed over.
     public struct Listing: Sendable, Equatable {
-        /// The slot files, in byte order of their app ids.
+        /// The slot files read, in byte order of their app ids.
         public let entries: [Entry]
         /// `*.json` names that are not a valid app id, in byte order (at most 100 are kept).
         public let invalidNames: [String]
-        /// How many valid slot files were left out because of the limit.
+        /// How many validly named slot files were not read because the limit of valid records was reached.
         public let omitted: Int
         /// Whether the directory had more than `FileSlotStore.scanLimit` entries, so some were never looked at.
         public let scanStopped: Bool
@@ -116,24 +122,41 @@ public struct FileSlotStore: Sendable, Hashable {
             if scanStopped { parts.append("stopped after \(FileSlotStore.scanLimit) directory entries") }
             return parts.isEmpty ? nil : parts.joined(separator: "; ")
         }
+
+        static let empty = Listing(entries: [], invalidNames: [], omitted: 0, scanStopped: false)
     }
 
-    /// Reads every slot file: each `*.json` whose name is a valid app id.
+    /// Reads the slot files: each `<app-id>.json` whose name is a valid app id.
+    ///
+    /// Files are read in byte order of their app ids until `limit` of them have
+    /// held a valid record; files that do not (empty, corrupt, links, anything
+    /// other than a regular file) are listed with what reading them gave but do
+    /// not count towards the limit, so files planted beside the real slots can
+    /// never push a valid slot out of the listing. Names that are not a valid app
+    /// id are never read and never count. `app`'s own file is always read.
     ///
     /// Links and other non-regular files are reported as unavailable, never
     /// followed. Files are opened relative to the directory opened once, so
     /// swapping the directory for a link mid-listing cannot redirect reads.
     ///
-    /// - Parameter limit: The most slot files to read; the first ones in byte order of their app ids are kept.
+    /// - Parameters:
+    ///   - limit: The most valid records to read.
+    ///   - app: An app whose file is read whatever the limit (the caller's own).
     /// - Returns: The slots found; an empty listing when the directory does not exist.
-    /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed.
-    public func list(limit: Int = defaultLimit) throws(StoreUnavailable) -> Listing {
+    /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed,
+    ///   or it or a directory above it (below `root`) is a symbolic link.
+    public func list(limit: Int = defaultLimit, including app: String? = nil) throws(StoreUnavailable) -> Listing {
+        switch AtomicFile.checkDirectories(directory, for: directory, below: root) {
+        case .failure(let problem): throw problem
+        case .success(false): return .empty
+        case .success(true): break
+        }
         let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard descriptor >= 0 else {
             let code = errno
             switch code {
             case ENOENT:
-                return Listing(entries: [], invalidNames: [], omitted: 0, scanStopped: false)
+                return .empty
             case ELOOP, ENOTDIR:
                 throw StoreUnavailable(.unsafePath,
                     "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
@@ -163,29 +186,41 @@ public struct FileSlotStore: Sendable, Hashable {
                 scanStopped = true
                 break
             }
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
-                    String(cString: $0)
-                }
-            }
+            let name = POSIX.name(of: entry)
             guard name.hasSuffix(".json") else { continue }
             let stem = String(name.dropLast(5))
             if AppIdentity.isValid(stem) {
                 apps.append(stem)
-            } else {
+            } else if invalid.count < 100 || name.utf8.lexicographicallyPrecedes(invalid.max(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })!.utf8) {
                 invalid.append(name)
+                if invalid.count > 100 {
+                    invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                    invalid.removeLast()
+                }
             }
         }
 
         apps.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        let kept = apps.prefix(max(0, limit))
-        let entries = kept.map { app in
+        func read(_ app: String) -> Entry {
             Entry(app: app, content: AtomicFile.read(in: dirfd(stream), name: app + ".json",
                                                      path: directory + "/" + app + ".json",
                                                      limit: SlotRecord.maximumSize))
         }
-        return Listing(entries: entries, invalidNames: Array(invalid.prefix(100)),
-                       omitted: apps.count - kept.count, scanStopped: scanStopped)
+        var entries: [Entry] = []
+        var valid = 0
+        var next = apps.startIndex
+        while next < apps.endIndex, valid < limit {
+            let entry = read(apps[next])
+            if case .found(let bytes) = entry.content, (try? SlotRecord.parse(bytes)) != nil { valid += 1 }
+            entries.append(entry)
+            next += 1
+        }
+        var omitted = apps.endIndex - next
+        if let app, apps[next...].contains(app) {
+            entries.append(read(app))
+            omitted -= 1
+        }
+        return Listing(entries: entries, invalidNames: invalid, omitted: omitted, scanStopped: scanStopped)
     }
 }

@@ -13,15 +13,20 @@ public struct LocalCache: Sendable, Hashable {
     public let app: AppIdentity
     /// The cache file.
     public let path: String
+    /// The directory below which every directory must be a real one, never a link
+    /// (the XDG data home); `nil` checks the cache's own directory alone.
+    public let root: String?
 
     /// The cache of `app` at `path`.
     ///
     /// - Parameters:
     ///   - app: The app whose cache it is.
     ///   - path: The cache file, created on first write.
-    public init(app: AppIdentity, path: String) {
+    ///   - root: The directory below which no link is followed; by default the file's own directory must not be a link.
+    public init(app: AppIdentity, path: String, root: String? = nil) {
         self.app = app
         self.path = path
+        self.root = root
     }
 
     /// The cache of `app` at its standard place in `paths`.
@@ -30,7 +35,7 @@ public struct LocalCache: Sendable, Hashable {
     ///   - app: The app whose cache it is.
     ///   - paths: The storage locations to use.
     public init(app: AppIdentity, paths: StoragePaths) {
-        self.init(app: app, path: paths.localCacheFile(for: app))
+        self.init(app: app, path: paths.localCacheFile(for: app), root: paths.dataHome)
     }
 
     /// What the cache holds.
@@ -48,13 +53,13 @@ public struct LocalCache: Sendable, Hashable {
     /// Reads and validates the cache.
     ///
     /// A file that does not parse, or that holds another app's record, is
-    /// reported as `.unavailable` with kind `.corrupt` and left in place;
-    /// `quarantine(now:)` moves it aside.
+    /// reported as `.unavailable` with kind `.corrupt`; reading leaves it
+    /// as it is, and `quarantine(now:)` moves it aside.
     ///
     /// - Parameter now: The reader's clock, for `SlotRecord.parse(_:now:)`.
     /// - Returns: What the cache holds.
     public func read(now: Date = Date()) -> Content {
-        switch AtomicFile.read(path) {
+        switch AtomicFile.read(path, below: root) {
         case .absent:
             return .absent
         case .unavailable(let problem):
@@ -83,7 +88,7 @@ public struct LocalCache: Sendable, Hashable {
     /// - Throws: `StoreUnavailable`; the old file is then intact.
     public func write(_ identifier: Identifier, born: Int64, at date: Date = Date()) throws(StoreUnavailable) {
         let record = SlotRecord(id: identifier, app: app, born: born, written: Milliseconds.since1970(date))
-        try AtomicFile.write(record.encoded(), to: path)
+        try AtomicFile.write(record.encoded(), to: path, below: root)
     }
 
     /// Records that the app opted out, forgetting its cached identifier.
@@ -93,14 +98,14 @@ public struct LocalCache: Sendable, Hashable {
     public func optOut(at date: Date = Date()) throws(StoreUnavailable) {
         let milliseconds = Milliseconds.since1970(date)
         let record = SlotRecord(id: .optedOut, app: app, born: milliseconds, written: milliseconds)
-        try AtomicFile.write(record.encoded(), to: path)
+        try AtomicFile.write(record.encoded(), to: path, below: root)
     }
 
     /// Deletes the cache file: the app's value and any opt-out; a missing file is fine.
     ///
     /// - Throws: `StoreUnavailable` when it cannot be removed.
     public func remove() throws(StoreUnavailable) {
-        try AtomicFile.remove(path)
+        try AtomicFile.remove(path, below: root)
     }
 
     /// Moves the cache file aside as `<file>.corrupt-<milliseconds>`, keeping its bytes.
@@ -109,6 +114,6 @@ public struct LocalCache: Sendable, Hashable {
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
     public func quarantine(now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(path, now: now)
+        try AtomicFile.quarantine(path, now: now, below: root)
     }
 }

@@ -11,19 +11,25 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
 
     /// The directory holding one file per vendor.
     public let directory: String
+    /// The directory below which every directory must be a real one, never a link
+    /// (the XDG data home); `nil` checks `directory` alone.
+    public let root: String?
 
     /// A mirror in `directory`.
     ///
-    /// - Parameter directory: An absolute path; created on first write.
-    public init(directory: String) {
+    /// - Parameters:
+    ///   - directory: An absolute path; created on first write.
+    ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
+    public init(directory: String, root: String? = nil) {
         self.directory = directory
+        self.root = root
     }
 
     /// The mirror at `paths.vendorsDirectory`.
     ///
     /// - Parameter paths: The storage locations to use.
     public init(paths: StoragePaths) {
-        self.init(directory: paths.vendorsDirectory)
+        self.init(directory: paths.vendorsDirectory, root: paths.dataHome)
     }
 
     /// The path of `vendor`'s file.
@@ -48,7 +54,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Returns: The bytes, `.absent`, or why the file could not be read.
     public func read(vendor: String) -> StoreRead {
         do {
-            return AtomicFile.read(try path(for: vendor))
+            return AtomicFile.read(try path(for: vendor), below: root)
         } catch {
             return .unavailable(error)
         }
@@ -61,7 +67,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///   - vendor: A vendor such as `com.acme`.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
     public func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
-        try AtomicFile.write(bytes, to: try path(for: vendor))
+        try AtomicFile.write(bytes, to: try path(for: vendor), below: root)
     }
 
     /// Deletes the file of `vendor`; a missing file is fine.
@@ -69,7 +75,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Parameter vendor: A vendor such as `com.acme`.
     /// - Throws: `StoreUnavailable` when it cannot be removed.
     public func remove(vendor: String) throws(StoreUnavailable) {
-        try AtomicFile.remove(try path(for: vendor))
+        try AtomicFile.remove(try path(for: vendor), below: root)
     }
 
     /// Moves the file of `vendor` aside as `<vendor>.json.corrupt-<milliseconds>`, keeping its bytes.
@@ -80,6 +86,6 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
     public func quarantine(vendor: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(try path(for: vendor), now: now)
+        try AtomicFile.quarantine(try path(for: vendor), now: now, below: root)
     }
 }

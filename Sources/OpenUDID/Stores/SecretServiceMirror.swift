@@ -6,9 +6,17 @@ import Foundation
 /// KeePassXC, KWallet's Secret Service).
 ///
 /// Each vendor has one item in the user's default collection, found by the
-/// attributes `xdg:schema` = `org.openudid.VendorMirror` and `vendor` = the vendor
-/// (`com.acme`), labelled "OpenUDID identifier for com.acme". Its secret is the
-/// serialized record (UTF-8 text).
+/// attributes `xdg:schema` = `org.openudid.VendorMirror`, `vendor` = the vendor
+/// (`com.acme`) and `namespace` = the namespace (`""` outside one), labelled
+/// "OpenUDID identifier for com.acme". Its secret is the serialized record
+/// (UTF-8 text).
+///
+/// A Secret Service search matches every item that has at least the attributes
+/// asked for, so the namespace is always stored, empty for none: a search for
+/// `namespace` = `""` never finds an experiment's item, and the other way round.
+/// Items written before the attribute existed (they have none) are read outside
+/// a namespace when no item with the attribute exists, and are deleted once the
+/// item with the attribute is written.
 ///
 /// The Secret Service guards secrets per user, not per application: every process
 /// of the same user can read every unlocked item. Keeping vendors apart is a rule
@@ -27,8 +35,14 @@ public struct SecretServiceMirror: VendorMirrorStore {
     /// The attribute that holds the vendor.
     public static let vendorAttribute = "vendor"
 
+    /// The attribute that holds the namespace, `""` outside one.
+    public static let namespaceAttribute = "namespace"
+
     /// The D-Bus address of the bus to use, or nil for the user's session bus.
     public var busAddress: String?
+
+    /// The namespace whose items this mirror reads and writes, or `nil` for real use.
+    public var namespace: String?
 
     /// The longest one call may take before it gives up with ``StoreUnavailable/Kind/serviceError``.
     public var deadline: Duration
@@ -42,9 +56,11 @@ public struct SecretServiceMirror: VendorMirrorStore {
     ///   - busAddress: A D-Bus address such as `unix:path=/run/user/1000/bus`. When nil,
     ///     `DBUS_SESSION_BUS_ADDRESS` is used, then `$XDG_RUNTIME_DIR/bus`; a bus is
     ///     never launched.
+    ///   - namespace: The namespace that keeps an experiment's items apart (see `StoragePaths`); `nil` for real use.
     ///   - deadline: The longest one call may take, connection included.
-    public init(busAddress: String? = nil, deadline: Duration = .seconds(2)) {
+    public init(busAddress: String? = nil, namespace: String? = nil, deadline: Duration = .seconds(2)) {
         self.busAddress = busAddress
+        self.namespace = namespace
         self.deadline = deadline
     }
 
@@ -59,7 +75,8 @@ public struct SecretServiceMirror: VendorMirrorStore {
     /// default collection, or a service that does not answer gives `.unavailable`.
     public func read(vendor: String) -> StoreRead {
         let outcome = perform("reading the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) -> StoreRead in
-            let items = try call.items()
+            var items = try call.items()
+            if items.isEmpty, namespace == nil { items = try call.unnamespacedItems() }
             if let unlocked = items.first(where: { !$0.isLocked }) {
                 return .found(try call.secret(of: unlocked))
             }
@@ -85,6 +102,12 @@ public struct SecretServiceMirror: VendorMirrorStore {
             // (an interactive prompt) when there is none; the resolved path never does.
             let collection = try call.usableDefaultCollection()
             try call.store(bytes, in: collection)
+            // The item now has the namespace attribute; one written before it existed
+            // would only be found again if this one went away. Best effort: a left-over
+            // is never read while the new item exists.
+            if namespace == nil, let old = try? call.unnamespacedItems() {
+                for item in old where !item.isLocked { call.delete(item) }
+            }
         }.result.get()
     }
 
@@ -98,12 +121,14 @@ public struct SecretServiceMirror: VendorMirrorStore {
     public func remove(vendor: String) throws(StoreUnavailable) {
         try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
             let items = try call.items()
-            if items.contains(where: \.isLocked) { throw call.lockedItem() }
-            if items.isEmpty {
+            let old = namespace == nil ? try call.unnamespacedItems() : []
+            if (items + old).contains(where: \.isLocked) { throw call.lockedItem() }
+            if items.isEmpty && old.isEmpty {
                 _ = try call.usableDefaultCollection()
                 return
             }
-            try call.clear()
+            if !items.isEmpty { try call.clear() }
+            for item in old { try call.deleteOrThrow(item) }
         }.result.get()
     }
 }
@@ -119,15 +144,18 @@ extension SecretServiceMirror {
         case locked(StoreUnavailable)
         /// A Secret Service answered but cannot hold the mirror (no default collection, or an error).
         case unusable(StoreUnavailable)
-        /// No Secret Service answered within the deadline (no bus, none on the bus, or hung).
+        /// No Secret Service is there: no session bus, or no Secret Service on it.
         case unreachable(StoreUnavailable)
+        /// Something on the bus did not answer within the deadline (a hung keyring
+        /// or bus): the mirror may exist there, so what it holds is unknown.
+        case unresponsive(StoreUnavailable)
 
         /// Whether this store is worth choosing: the service answered and has a
         /// default collection, unlocked now or once the user unlocks it.
         public var canHoldMirror: Bool {
             switch self {
             case .ready, .locked: true
-            case .unusable, .unreachable: false
+            case .unusable, .unreachable, .unresponsive: false
             }
         }
     }
@@ -142,14 +170,16 @@ extension SecretServiceMirror {
     ///   - busAddress: As in ``init(busAddress:deadline:)``.
     ///   - deadline: The longest the probe may take.
     public static func probe(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Availability {
-        let mirror = SecretServiceMirror(busAddress: busAddress, deadline: deadline)
+        let mirror = SecretServiceMirror(busAddress: busAddress, namespace: nil, deadline: deadline)
         let outcome = mirror.perform("probing the Secret Service", vendor: nil) { call throws(StoreUnavailable) in
             _ = try call.usableDefaultCollection()
         }
         switch outcome.result {
         case .success:
             return .ready
-        case .failure(let failure) where failure.kind == .notRunning || outcome.timedOut:
+        case .failure(let failure) where outcome.timedOut:
+            return .unresponsive(failure)
+        case .failure(let failure) where failure.kind == .notRunning:
             return .unreachable(failure)
         case .failure(let failure) where failure.kind == .locked:
             return .locked(failure)
@@ -229,7 +259,8 @@ extension SecretServiceMirror {
 
         let result: Result<T, StoreUnavailable>
         do throws(StoreUnavailable) {
-            let call = try SecretServiceCall(address: address, operation: operation, vendor: vendor ?? "", timer: timer)
+            let call = try SecretServiceCall(address: address, operation: operation, vendor: vendor ?? "",
+                                             namespace: namespace ?? "", timer: timer)
             defer { call.close() }
             result = .success(try body(call))
         } catch {
@@ -320,7 +351,7 @@ private final class SecretServiceCall {
     /// GObjects handed to us with a reference, released by `close()`.
     private var owned: [UnsafeMutableRawPointer] = []
 
-    init(address: String, operation: String, vendor: String, timer: DeadlineTimer) throws(StoreUnavailable) {
+    init(address: String, operation: String, vendor: String, namespace: String, timer: DeadlineTimer) throws(StoreUnavailable) {
         self.timer = timer
         self.operation = operation
         self.vendor = vendor
@@ -341,13 +372,16 @@ private final class SecretServiceCall {
         schema = Self.makeSchema()
         attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)
         g_hash_table_insert(attributes, g_strdup(SecretServiceMirror.vendorAttribute), g_strdup(vendor))
+        g_hash_table_insert(attributes, g_strdup(SecretServiceMirror.namespaceAttribute), g_strdup(namespace))
     }
 
     private static func makeSchema() -> UnsafeMutablePointer<SecretSchema> {
         let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)
         // The value is the attribute type; SECRET_SCHEMA_ATTRIBUTE_STRING is 0, a null pointer.
-        g_hash_table_insert(types, g_strdup(SecretServiceMirror.vendorAttribute),
-                            UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+        for attribute in [SecretServiceMirror.vendorAttribute, SecretServiceMirror.namespaceAttribute] {
+            g_hash_table_insert(types, g_strdup(attribute),
+                                UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+        }
         // SECRET_SCHEMA_NONE (not DONT_MATCH_NAME): searches also match xdg:schema.
         let schema = secret_schema_newv(SecretServiceMirror.schemaName, SECRET_SCHEMA_NONE, types)!
         g_hash_table_unref(types)
@@ -366,8 +400,25 @@ private final class SecretServiceCall {
         g_object_unref(UnsafeMutableRawPointer(connection))
     }
 
-    /// Every item of the vendor, locked or not, in every collection; unlocks nothing.
+    /// Every item of the vendor in this namespace, locked or not, in every collection; unlocks nothing.
     func items() throws(StoreUnavailable) -> [FoundItem] {
+        try search(attributes)
+    }
+
+    /// The vendor's items that have no namespace attribute at all (written before it existed).
+    func unnamespacedItems() throws(StoreUnavailable) -> [FoundItem] {
+        let vendorOnly = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+        defer { g_hash_table_unref(vendorOnly) }
+        g_hash_table_insert(vendorOnly, g_strdup(SecretServiceMirror.vendorAttribute), g_strdup(vendor))
+        // The search also finds every namespaced item of the vendor: keep those without the attribute.
+        return try search(vendorOnly).filter { item in
+            guard let table = secret_item_get_attributes(item.pointer) else { return true }
+            defer { g_hash_table_unref(table) }
+            return g_hash_table_contains(table, SecretServiceMirror.namespaceAttribute) == 0
+        }
+    }
+
+    private func search(_ attributes: OpaquePointer) throws(StoreUnavailable) -> [FoundItem] {
         var error: UnsafeMutablePointer<GError>?
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue)
         let list = secret_service_search_sync(service, schema, attributes, flags, timer.cancellable, &error)
@@ -384,6 +435,20 @@ private final class SecretServiceCall {
         }
         g_list_free(list)
         return found
+    }
+
+    /// Deletes one item; a failure is ignored (see the callers).
+    func delete(_ item: FoundItem) {
+        var error: UnsafeMutablePointer<GError>?
+        if secret_item_delete_sync(item.pointer, timer.cancellable, &error) == 0, let error { g_error_free(error) }
+    }
+
+    /// Deletes one item.
+    func deleteOrThrow(_ item: FoundItem) throws(StoreUnavailable) {
+        var error: UnsafeMutablePointer<GError>?
+        if secret_item_delete_sync(item.pointer, timer.cancellable, &error) == 0 {
+            throw Self.failure(error, timer: timer, operation: operation)
+        }
     }
 
     /// The secret of an unlocked item.
