@@ -19,7 +19,7 @@ commands:
                           opt one app out (or back in)
   opt-out --all [--undo]  opt the user out for every app (or back in)
 
-options for every command:
+options of get, serve, slots and opt-out (remove-app takes --namespace alone):
   --display NAME          X display (default: $DISPLAY); --no-display to use none
   --no-files              use no file slots and no local cache (experiments)
   --namespace NAME        a separate set of slots and files, for experiments

@@ -56,7 +56,7 @@ final class ToolMechanism: Mechanism {
 
     func remove(_ app: LabApp, at site: Site) throws(LabError) {
         try stop(app)
-        try run(["remove-app", app.id], at: site)
+        try run(["remove-app", app.id], at: site, options: ["--namespace", namespace])
     }
 
     func setOptedOut(_ optedOut: Bool, app: LabApp, at site: Site) throws(LabError) {
@@ -92,7 +92,8 @@ final class ToolMechanism: Mechanism {
         for child in children { child.stop() }
     }
 
-    private func run(_ arguments: [String], at site: Site) throws(LabError) {
+    private func run(_ arguments: [String], at site: Site, options: [String]? = nil) throws(LabError) {
+        let options = options ?? self.options
         let result = try runCommand(tool, arguments + options, environment: site.environment)
         guard result.status == 0 else {
             throw LabError("openudid \((arguments + options).joined(separator: " ")) failed (status \(result.status)): \(result.standardError)")
