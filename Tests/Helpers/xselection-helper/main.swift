@@ -4,6 +4,8 @@
 //                         (--text S | --file PATH | --size BYTES) [--incr-threshold BYTES] [--if-free]
 //   xselection-helper hostile --selection NAME --behavior B [--size BYTES] [--announce BYTES]
 //                             [--chunk BYTES] [--stall-after BYTES]
+//   xselection-helper steal --prefix P --start K --count N [--every-ms MS] --text S
+//   xselection-helper stall-many --prefix P --start K --count N
 //   xselection-helper flood --selection NAME [--target T] [--seconds S] [--window N]
 //   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
 //   xselection-helper request --selection NAME --targets T --die-after-first-chunk
@@ -86,6 +88,13 @@ case "own":
         FileHandle.standardError.write(Data("xselection-helper: \(error)\n".utf8))
         exit(1)
     }
+case "steal":
+    runSteal(prefix: option("--prefix") ?? "_XSELECTION_TEST", start: Int(option("--start") ?? "0") ?? 0,
+             count: Int(option("--count") ?? "1") ?? 1, milliseconds: Int(option("--every-ms") ?? "50") ?? 50,
+             text: option("--text") ?? "hello")
+case "stall-many":
+    runStallMany(prefix: option("--prefix") ?? "_XSELECTION_TEST", start: Int(option("--start") ?? "0") ?? 0,
+                 count: Int(option("--count") ?? "1") ?? 1)
 case "hostile":
     runHostile(selection: option("--selection") ?? "_XSELECTION_HOSTILE", behavior: option("--behavior") ?? "silent",
                size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024, announce: option("--announce").flatMap(Int.init),

@@ -1,0 +1,72 @@
+// Attacks on the vote from the display alone, for the hostile-peer tests.
+import CX11
+import Foundation
+import XSelection
+
+/// Takes selections `prefix<start>` … `prefix<start+count-1>` from whoever
+/// holds them, every `milliseconds`, and serves `text` in them: a client that
+/// keeps stealing slots. Prints "ready" after the first round, runs until killed.
+func runSteal(prefix: String, start: Int, count: Int, milliseconds: Int, text: String) -> Never {
+    do {
+        let owner = try SelectionOwner()
+        let payloads = ["_OPENUDID_RECORD", "UTF8_STRING"].map {
+            SelectionPayload(target: $0, type: $0, bytes: Array(text.replacingOccurrences(of: "{i}", with: "0").utf8))
+        }
+        var announced = false
+        while true {
+            for index in start..<(start + count) {
+                try owner.claim(SelectionName("\(prefix)\(index)"), payloads: payloads, mode: .always)
+            }
+            if !announced {
+                say("ready \(owner.window)")
+                announced = true
+            }
+            usleep(useconds_t(milliseconds * 1000))
+        }
+    } catch {
+        FileHandle.standardError.write(Data("xselection-helper: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+/// Opens `count` connections, each a separate X client that owns one selection
+/// `prefix<start+i>` and answers every request with an INCR transfer it never
+/// continues. Prints "ready" once all own their selection, runs until killed.
+func runStallMany(prefix: String, start: Int, count: Int) -> Never {
+    var clients: [(display: OpaquePointer, window: Window)] = []
+    for index in start..<(start + count) {
+        guard let display = XOpenDisplay(nil) else {
+            FileHandle.standardError.write(Data("xselection-helper: cannot open display for client \(index)\n".utf8))
+            exit(1)
+        }
+        let window = XCreateSimpleWindow(display, XDefaultRootWindow(display), 0, 0, 1, 1, 0, 0, 0)
+        XSetSelectionOwner(display, XInternAtom(display, "\(prefix)\(index)", 0), window, UInt(CurrentTime))
+        XSync(display, 0)
+        clients.append((display, window))
+    }
+    say("ready 0x\(String(clients.first?.window ?? 0, radix: 16))")
+    var descriptors = clients.map { pollfd(fd: XConnectionNumber($0.display), events: Int16(POLLIN), revents: 0) }
+    var event = XEvent()
+    while true {
+        _ = poll(&descriptors, nfds_t(descriptors.count), 1000)
+        for (display, _) in clients {
+            while XPending(display) > 0 {
+                XNextEvent(display, &event)
+                guard event.type == SelectionRequest else { continue }
+                let request = event.xselectionrequest
+                let property = request.property == 0 ? request.target : request.property
+                var announced = [UInt(4000)]
+                announced.withUnsafeMutableBytes { raw in
+                    _ = XChangeProperty(display, request.requestor, property, XInternAtom(display, "INCR", 0), 32,
+                                        PropModeReplace, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
+                }
+                var reply = XEvent()
+                reply.xselection = XSelectionEvent(type: SelectionNotify, serial: 0, send_event: 1, display: display,
+                                                   requestor: request.requestor, selection: request.selection,
+                                                   target: request.target, property: property, time: request.time)
+                XSendEvent(display, request.requestor, 0, 0, &reply)
+                XFlush(display)
+            }
+        }
+    }
+}

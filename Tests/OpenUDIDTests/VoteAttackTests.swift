@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import OpenUDID
+
+/// Attacks on the vote by clients that reach only the X display, each a
+/// separate process against real `openudid serve` participants: the honest
+/// identifier must hold, in memory and in every file and keyring item, and
+/// nothing may be lost (docs/SECURITY.md, "The vote").
+@Suite struct VoteAttackTests {
+    static let files = ["--mirror", "none"]
+    static let selectionOnly = ["--no-files", "--mirror", "none"]
+    /// How long the participants are watched for a change that must not come.
+    static let watch: TimeInterval = 3
+
+    /// A forged record: any app, the 2010 floor as `born`, `written` 23 hours ahead.
+    static func forged(app: String, identifier: String) -> String {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let vendor = app.split(separator: ".").prefix(2).joined(separator: ".")
+        return "{\"app\":\"\(app)\",\"born\":\(SlotRecord.earliestTime),\"id\":\"\(identifier)\",\"optOut\":false,"
+            + "\"v\":1,\"vendor\":\"\(vendor)\",\"written\":\(now + 23 * 3_600_000)}"
+    }
+
+    /// Starts `apps` with `options` and waits until they agree.
+    static func honestGroup(_ session: TestSession, _ apps: [String], _ options: [String]) throws -> ([Participant], String) {
+        let participants = try apps.map { try session.serve($0, options) }
+        #expect(eventually(timeout: 10) { Set(participants.map(\.current)).count == 1 })
+        return (participants, try #require(participants[0].current))
+    }
+
+    /// Expects no participant to print another identifier while `watch` runs out.
+    static func expectNoneMoves(_ participants: [Participant], from honest: String) {
+        let moved = eventually(timeout: watch) { participants.contains { $0.current != honest } }
+        #expect(!moved, "a participant moved: \(participants.map { "\($0.app)=\($0.current ?? "-")" })")
+        #expect(participants.allSatisfy { $0.child.isRunning })
+    }
+
+    /// The votes a fresh selection-only observer counts for `identifier`: proof
+    /// that the attack is on the display and would count where nothing outranks it.
+    static func liveVotes(_ session: TestSession, for identifier: String) throws -> Int {
+        let report = try session.report("org.observer.app", selectionOnly)
+        let votes = report["votes"] as? [[String: Any]] ?? []
+        return votes.first { $0["id"] as? String == identifier }?["votes"] as? Int ?? 0
+    }
+
+    static func fileSlot(_ session: TestSession, _ app: String) -> String {
+        let path = session.home.dataHome.path + "/openudid/ns/\(session.namespace)/slots/\(app).json"
+        return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    @Test(arguments: [(impersonators: 1, honest: 2), (impersonators: 2, honest: 3)])
+    func impersonatorsWithAFutureWrittenAndAFloorBornMoveNoFileBackedApp(_ sizes: (impersonators: Int, honest: Int)) throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let apps = Array(["com.acme.notes", "com.acme.photos", "org.indie.chess"].prefix(sizes.honest))
+        let (participants, honest) = try Self.honestGroup(session, apps, Self.files)
+        defer { participants.forEach { $0.stop() } }
+
+        let forgery = Identifier.random().hex
+        let forgers = try (0..<sizes.impersonators).map { index in
+            try startSelectionHelper(display: SharedDisplay.display,
+                ["own", "--prefix", session.slotName(50 + index), "--target", "_OPENUDID_RECORD",
+                 "--text", Self.forged(app: apps[index], identifier: forgery)])
+        }
+        defer { forgers.forEach { $0.signal(SIGKILL) } }
+        #expect(try Self.liveVotes(session, for: forgery) == sizes.impersonators)
+        Self.expectNoneMoves(participants, from: honest)
+
+        // The impersonated app's own report names the conflict and outranks the forgery.
+        let report = try session.report(apps[0], Self.files)
+        #expect(report["id"] as? String == honest)
+        #expect(report["decidedBy"] as? String == "durable")
+        let conflicts = (report["conflicts"] as? [[String: Any]] ?? []).compactMap { $0["app"] as? String }
+        #expect(conflicts.contains(apps[0]))
+
+        // Nothing of the forgery stays once the forgers are gone.
+        forgers.forEach { $0.signal(SIGKILL) }
+        for app in apps {
+            #expect(Self.fileSlot(session, app).contains(honest))
+            #expect(!Self.fileSlot(session, app).contains(forgery))
+            #expect(try session.get(app, Self.files) == honest)
+        }
+    }
+
+    @Test(arguments: [1, 2])
+    func inventedAppsWithAFloorBornWinNoTieAgainstFileBackedAppsOrTheirKeyring(_ count: Int) throws {
+        let bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
+        let session = try TestSession(display: SharedDisplay.display, home: bus.home,
+                                      extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let apps = Array(["com.acme.notes", "com.acme.photos"].prefix(count))
+        let (participants, honest) = try Self.honestGroup(session, apps, ["--mirror", "secret-service"])
+        defer { participants.forEach { $0.stop() } }
+
+        let forgery = Identifier.random().hex
+        let forgers = try (0..<count).map { index in
+            try startSelectionHelper(display: SharedDisplay.display,
+                ["own", "--prefix", session.slotName(60 + index), "--target", "_OPENUDID_RECORD",
+                 "--text", Self.forged(app: "com.forge.a\(index)", identifier: forgery)])
+        }
+        defer { forgers.forEach { $0.signal(SIGKILL) } }
+        #expect(try Self.liveVotes(session, for: forgery) == count)
+        Self.expectNoneMoves(participants, from: honest)
+        forgers.forEach { $0.signal(SIGKILL) }
+
+        let lookup = try runCommand(try Tools.find("secret-tool"),
+            ["lookup", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme", "namespace", session.namespace],
+            environment: bus.environment())
+        #expect(lookup.status == 0, "\(lookup.standardError)")
+        let item = try SlotRecord.parse(Data(lookup.standardOutput.utf8))
+        #expect(item.id.hex == honest)
+        for app in apps {
+            #expect(Self.fileSlot(session, app).contains(honest))
+        }
+    }
+
+    @Test(arguments: [(start: 0, count: 3), (start: 0, count: 100)])
+    func aClientThatKeepsStealingSlotsMovesNoSelectionOnlyApp(_ range: (start: Int, count: Int)) throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
+        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
+        defer { participants.forEach { $0.stop() } }
+
+        let forgery = Identifier.random().hex
+        let thief = try startSelectionHelper(display: SharedDisplay.display,
+            ["steal", "--prefix", session.slotPrefix, "--start", String(range.start), "--count", String(range.count),
+             "--every-ms", "50", "--text", Self.forged(app: "com.forge.thief", identifier: forgery)])
+        defer { thief.signal(SIGKILL) }
+        #expect(eventually(timeout: 10) { (try? Self.liveVotes(session, for: forgery)) == 1 })
+        Self.expectNoneMoves(participants, from: honest)
+
+        // Once the thief is gone the apps serve again, and a newcomer sees all three.
+        thief.signal(SIGKILL)
+        #expect(eventually(timeout: 15) { (try? Self.liveVotes(session, for: honest)) == 3 })
+        #expect(participants.allSatisfy { $0.current == honest })
+    }
+
+    @Test func ninetySevenStalledINCRClientsMakeNoSelectionOnlyAppForget() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
+        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
+        defer { participants.forEach { $0.stop() } }
+
+        let stallers = try startSelectionHelper(display: SharedDisplay.display,
+            ["stall-many", "--prefix", session.slotPrefix, "--start", "3", "--count", "97"], timeout: 30)
+        defer { stallers.signal(SIGKILL) }
+        let report = try session.report("org.observer.app", Self.selectionOnly)
+        let stalled = (report["rejected"] as? [[String: Any]] ?? []).filter { ($0["reason"] as? String ?? "").contains("no answer within") }
+        #expect(stalled.count > 0, "the stalled owners were not met: \(report["rejected"] ?? "")")
+        Self.expectNoneMoves(participants, from: honest)
+    }
+
+    @Test func selectionOnlyAppsKeepTheirIdentifierThroughTheXServersDeath() throws {
+        let server = try RestartableXServer()
+        defer { server.kill() }
+        let session = try TestSession(display: server.display)
+        let apps = ["com.acme.notes", "org.indie.chess"]
+        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
+        defer { participants.forEach { $0.stop() } }
+
+        server.kill()
+        Self.expectNoneMoves(participants, from: honest)
+        try server.restart()
+        // They take part again with the value they held: a newcomer finds both.
+        #expect(eventually(timeout: 15) { (try? Self.liveVotes(session, for: honest)) == 2 })
+        #expect(participants.allSatisfy { $0.current == honest })
+    }
+}
