@@ -121,13 +121,13 @@ func json(replacing field: String, with value: String?) -> String {
     }
 
     static let wrongTypes: [(String, String, String)] = [
-        ("born", "true", "an integer"),
-        ("born", "false", "an integer"),
-        ("written", "\"1700000000000\"", "an integer"),
-        ("born", "null", "an integer"),
-        ("born", "[1700000000000]", "an integer"),
-        ("v", "true", "an integer"),
-        ("v", "\"1\"", "an integer"),
+        ("born", "true", "a whole number written as a JSON integer"),
+        ("born", "false", "a whole number written as a JSON integer"),
+        ("written", "\"1700000000000\"", "a whole number written as a JSON integer"),
+        ("born", "null", "a whole number written as a JSON integer"),
+        ("born", "[1700000000000]", "a whole number written as a JSON integer"),
+        ("v", "true", "a whole number written as a JSON integer"),
+        ("v", "\"1\"", "a whole number written as a JSON integer"),
         ("optOut", "0", "true or false"),
         ("optOut", "1", "true or false"),
         ("optOut", "\"false\"", "true or false"),

@@ -143,7 +143,7 @@ extension SlotRecord {
         case .number(.integer(let value)): return value
         case .number(.notWhole): throw RecordError(.notWholeNumber(field: field))
         case .number(.outOfRange): throw RecordError(.outOfRange(field: field))
-        default: throw RecordError(.wrongType(field: field, expected: "an integer"))
+        default: throw RecordError(.wrongType(field: field, expected: "a whole number written as a JSON integer"))
         }
     }
 }
