@@ -19,12 +19,33 @@ import CGLib
 /// 5. written as a lowercase UUID, 8-4-4-4-12 hex digits.
 ///
 /// For `S` = `000102…13` and `A` = `com.acme.notes` the result is
-/// `63399cd3-47fd-4ef8-9157-e3ae2af46913`.
+/// `63399cd3-47fd-4ef8-9157-e3ae2af46913`. When `S` is the opt-out value (all
+/// zeros) the result is the nil UUID instead. docs/PROTOCOL.md §11 states the
+/// rule and docs/vectors/app-scoped.json holds vectors another implementation
+/// can check itself against.
 public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The 16 bytes, version and variant bits included.
     public let bytes: [UInt8]
 
-    /// Derives the identifier of `appID` from the shared identifier.
+    /// Derives the identifier of `appID` from the shared identifier, or the
+    /// nil UUID when the user opted out.
+    ///
+    /// - Parameters:
+    ///   - shared: The shared identifier; `Identifier.optedOut` gives the nil UUID.
+    ///   - appID: The application's reverse-DNS ID, used byte for byte as given.
+    public init(shared: Identifier, appID: String) {
+        if shared.isOptedOut {
+            self.init(uuidBytes: [UInt8](repeating: 0, count: 16))
+        } else {
+            self.init(shared: shared.bytes, appID: appID)
+        }
+    }
+
+    private init(uuidBytes: [UInt8]) {
+        bytes = uuidBytes
+    }
+
+    /// Derives the identifier of `appID` from the shared identifier's raw bytes.
     ///
     /// - Parameters:
     ///   - shared: The shared identifier's 20 raw bytes.

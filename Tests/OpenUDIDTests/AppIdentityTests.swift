@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import OpenUDID
 
@@ -9,6 +10,21 @@ import Testing
         ("io.git-hub.tool", "io.git-hub"),
         ("_private.app", "_private.app"),
         ("a.b0.c", "a.b0"),
+        // Hosting prefixes: the third element names the owner.
+        ("io.github.alice.App", "io.github.alice"),
+        ("io.github.bob.Game", "io.github.bob"),
+        ("org.gnome.World.Secrets", "org.gnome.World"),
+        ("org.kde.kate", "org.kde.kate"),
+        ("page.codeberg.carol.Tool", "page.codeberg.carol"),
+        ("net.sourceforge.proj.App", "net.sourceforge.proj"),
+        // Exactly the prefix and one element: that element names the owner, so the id is its own vendor.
+        ("io.github.alice", "io.github.alice"),
+        // The prefix alone has no owner element: two elements, as for any id.
+        ("io.github", "io.github"),
+        // Prefixes match byte for byte, case included, and only as whole elements.
+        ("IO.GitHub.alice.App", "IO.GitHub"),
+        ("io.githubx.alice.App", "io.githubx"),
+        ("com.acme.notes.extra", "com.acme"),
     ])
     func acceptsReverseDNSAndDerivesVendor(id: String, vendor: String) throws {
         let identity = try AppIdentity(id)
@@ -21,11 +37,46 @@ import Testing
         #expect(identity.vendor == "com.acme.suite")
     }
 
+    @Test func strangersUnderAHostingPrefixGetDifferentVendors() throws {
+        let alice = try AppIdentity("io.github.alice.App")
+        let bob = try AppIdentity("io.github.bob.Game")
+        #expect(alice.vendor != bob.vendor)
+        #expect(try AppIdentity("io.github.alice.Other").vendor == alice.vendor)
+        #expect(try AppIdentity("com.acme.notes").vendor == "com.acme")
+        for prefix in AppIdentity.hostingPrefixes {
+            #expect(try AppIdentity(prefix + ".owner.App").vendor == prefix + ".owner")
+            #expect(AppIdentity.isValid(prefix))
+        }
+    }
+
     @Test func acceptsTheLongestAllowedId() throws {
-        let id = "a." + String(repeating: "b", count: 253)
-        #expect(id.utf8.count == 255)
+        #expect(AppIdentity.maximumLength == 224)
+        let id = "a." + String(repeating: "b", count: 222)
+        #expect(id.utf8.count == 224)
         #expect(throws: Never.self) { try AppIdentity(id) }
-        #expect(throws: IdentityError(name: id + "c", role: .app, rule: .tooLong(256))) { try AppIdentity(id + "c") }
+        #expect(throws: IdentityError(name: id + "c", role: .app, rule: .tooLong(225))) { try AppIdentity(id + "c") }
+        #expect(throws: IdentityError(name: id + "c", role: .vendor, rule: .tooLong(225))) {
+            _ = try AppIdentity("com.acme", vendor: id + "c")
+        }
+    }
+
+    @Test func theLongestIdLeavesRoomForItsQuarantinedFileSlot() throws {
+        let id = "a." + String(repeating: "b", count: AppIdentity.maximumLength - 2)
+        let longest = "\(id).json.corrupt-\(9_999_999_999_999)-999"
+        #expect(longest.utf8.count == 255)
+        // And the file system takes it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openudid-name-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent(longest).path, contents: Data()))
+        #expect(!FileManager.default.createFile(atPath: directory.appendingPathComponent(longest + "x").path, contents: Data()))
+    }
+
+    @Test func messageNamesTheLengthLimit() {
+        let id = "a." + String(repeating: "b", count: 229)
+        #expect(throws: IdentityError(name: id, role: .app, rule: .tooLong(231))) { try AppIdentity(id) }
+        let message = IdentityError(name: id, role: .app, rule: .tooLong(231)).description
+        #expect(message.contains("231 bytes long, over the 224-byte limit"))
     }
 
     @Test(arguments: [

@@ -3,28 +3,50 @@
 /// The id follows the freedesktop application-id rules (the D-Bus well-known
 /// bus name rules): at least two elements separated by `.`, each element made
 /// of ASCII letters, digits, `_` and `-`, no element empty or starting with a
-/// digit, at most 255 characters in all. `-` is allowed because the rules
-/// allow it, though they discourage it.
+/// digit. `-` is allowed because the rules allow it, though they discourage
+/// it. The rules allow 255 characters; this library allows
+/// `maximumLength` (224), so that the id's file slot and its quarantined
+/// copy fit in a file name.
 ///
 /// The vendor is the group of apps that share a vendor mirror, the Linux
 /// analogue of an iOS keychain access group: by default the first two
-/// elements of the id (`com.acme` for `com.acme.notes`).
+/// elements of the id (`com.acme` for `com.acme.notes`), or the first three
+/// under a hosting prefix whose third element names the owner
+/// (`io.github.alice` for `io.github.alice.App`; see `hostingPrefixes`).
 public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The application id, for example `com.acme.notes`.
     public let id: String
     /// The vendor, for example `com.acme`.
     public let vendor: String
 
-    /// The longest id the rules allow, in characters (all of them ASCII).
-    public static let maximumLength = 255
+    /// The longest id or vendor accepted, in bytes (all of them ASCII).
+    ///
+    /// A file name holds at most 255 bytes (`NAME_MAX`), and the longest name
+    /// made from an id is its quarantined file slot,
+    /// `<id>.json.corrupt-<13-digit milliseconds>-<clash counter up to 999>`:
+    /// 224 + 5 + 9 + 13 + 4 = 255. A vendor names the file
+    /// `<vendor>.json` of the file mirror the same way.
+    public static let maximumLength = 224
+
+    /// The hosting prefixes under which the third element of an id names the
+    /// owner, so the default vendor is three elements long.
+    ///
+    /// Code hosting sites (`io.github.alice.App` belongs to GitHub user
+    /// alice, not to GitHub) and the desktop projects that host many
+    /// independent apps, after Flathub's application-id rules. Matching is by
+    /// exact bytes: case is not folded.
+    public static let hostingPrefixes: [String] = [
+        "com.github", "com.gitlab", "io.frama", "io.github", "io.gitlab", "io.sourceforge", "net.sourceforge",
+        "org.codeberg", "org.framagit", "org.freedesktop", "org.gnome", "org.kde", "page.codeberg",
+    ]
 
     /// Validates an application id and works out its vendor.
     ///
     /// - Parameters:
     ///   - id: A reverse-DNS application id such as `com.acme.notes`.
     ///   - vendor: The vendor whose mirror this app shares. `nil` means the
-    ///     first two elements of `id`. An explicit vendor must obey the same
-    ///     rules as an id.
+    ///     default vendor (`defaultVendor(of:)`). An explicit vendor must obey
+    ///     the same rules as an id.
     /// - Throws: `IdentityError` naming the id (or vendor) and the rule it breaks.
     public init(_ id: String, vendor: String? = nil) throws(IdentityError) {
         try Self.validate(id, as: .app)
@@ -33,10 +55,25 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
             try Self.validate(vendor, as: .vendor)
             self.vendor = vendor
         } else {
-            // Validation guarantees at least two non-empty elements.
-            self.vendor = id.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
-                .prefix(2).joined(separator: ".")
+            self.vendor = Self.defaultVendor(of: id)
         }
+    }
+
+    /// The vendor of a valid id that declares none.
+    ///
+    /// The first two elements of `id`, or the first three when the first two
+    /// are one of `hostingPrefixes` and a third exists: `io.github.alice.App`
+    /// and `io.github.alice` both give `io.github.alice`, while
+    /// `io.github` (the prefix alone) gives `io.github`.
+    ///
+    /// - Parameter id: An id that passed `validate(_:as:)`.
+    /// - Returns: The default vendor, itself a valid vendor.
+    public static func defaultVendor(of id: String) -> String {
+        // Validation guarantees at least two non-empty elements.
+        let elements = id.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+        let prefix = elements.prefix(2).joined(separator: ".")
+        guard elements.count >= 3, hostingPrefixes.contains(prefix) else { return prefix }
+        return prefix + "." + elements[2]
     }
 
     /// The application id.
@@ -110,7 +147,7 @@ public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible 
     public enum Rule: Sendable, Hashable {
         /// The text is empty.
         case empty
-        /// The text is longer than 255 bytes; the payload is its length.
+        /// The text is longer than `AppIdentity.maximumLength` bytes; the payload is its length.
         case tooLong(Int)
         /// The text has a single element; reverse-DNS needs at least two.
         case tooFewElements
@@ -145,7 +182,8 @@ public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible 
         case .empty:
             why = "it is empty"
         case .tooLong(let length):
-            why = "it is \(length) bytes long, over the \(AppIdentity.maximumLength)-byte limit"
+            why = "it is \(length) bytes long, over the \(AppIdentity.maximumLength)-byte limit "
+                + "(the longest file name made from it, <name>.json.corrupt-<ms>-<n>, must fit in 255 bytes)"
         case .tooFewElements:
             why = "it has a single element and needs at least two separated by \".\""
         case .emptyElement(let position):

@@ -1,18 +1,23 @@
 import Foundation
 
 extension SlotRecord {
+    /// The deepest nesting of arrays and objects a record may contain; the
+    /// record's own object is level 1.
+    ///
+    /// Unknown fields may hold any JSON value, but a reader must not be made
+    /// to recurse without bound by bytes any process can write.
+    public static let maximumDepth = 16
+
     /// Parses and validates a record read from a slot or a store.
     ///
     /// Every byte may come from a hostile process, so nothing is taken on
-    /// trust: the size is capped before parsing, JSON types are checked
-    /// exactly (`true` is not a number and `1` is not a boolean), every field
-    /// is validated, and unknown fields are ignored. The major version is
-    /// checked before the other fields because a later version may define
-    /// them differently.
-    ///
-    /// Where Foundation's parser is lenient (it keeps one value of a
-    /// duplicated key and tolerates a trailing comma), the record is validated
-    /// as parsed; a writer of this format never produces either.
+    /// trust. The input must be exactly RFC 8259 JSON text in UTF-8 whose top
+    /// level is an object, with none of what lenient parsers tolerate and
+    /// other languages read differently: no duplicate keys, no trailing
+    /// commas, no byte order mark, no raw control characters. Then every field
+    /// is checked, in the order docs/PROTOCOL.md §3 gives, so every
+    /// implementation reports the same reason (`RecordError.token`) for the
+    /// same bytes. Unknown fields are ignored.
     ///
     /// - Parameters:
     ///   - data: The record's bytes.
@@ -31,36 +36,31 @@ extension SlotRecord {
 
     /// The general parser behind `parse(_:now:)`, for any JSON spelling of a record.
     static func parseGenerally(_ data: Data, now: Date) throws(RecordError) -> SlotRecord {
+        guard data.count <= maximumSize else { throw RecordError(.tooLarge(bytes: data.count)) }
         let bytes = [UInt8](data)
         guard String(validating: bytes, as: UTF8.self) != nil else { throw RecordError(.invalidUTF8) }
-        try rejectNonJSONBytes(bytes)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { throw RecordError(.byteOrderMark) }
+        var parser = RecordJSONParser(bytes: bytes)
+        guard case .object(let fields) = try parser.document() else { throw RecordError(.notAnObject) }
 
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "not valid JSON"
-            throw RecordError(.malformedJSON(detail))
-        }
-        guard let object = parsed as? [String: Any] else { throw RecordError(.notAnObject) }
-
-        let version = try integer(object, "v")
+        // The version first: a later major version may define every other field differently.
+        let version = try integer(fields, "v")
         guard version == Int64(currentVersion) else { throw RecordError(.unsupportedVersion(version)) }
 
-        let idText = try string(object, "id")
+        let idText = try string(fields, "id")
         let id: Identifier
         do {
             id = try Identifier(parsing: idText)
         } catch {
             throw RecordError(.invalidIdentifier(error))
         }
-        let app = try string(object, "app")
+        let app = try string(fields, "app")
         do {
             try AppIdentity.validate(app, as: .app)
         } catch {
             throw RecordError(.invalidApp(error))
         }
-        let vendor = try string(object, "vendor")
+        let vendor = try string(fields, "vendor")
         do {
             try AppIdentity.validate(vendor, as: .vendor)
         } catch {
@@ -70,16 +70,18 @@ extension SlotRecord {
         let nowMilliseconds = Milliseconds.since1970(now)
         let latest = nowMilliseconds.addingReportingOverflow(futureTolerance)
         let latestTime = latest.overflow ? Int64.max : latest.partialValue
-        let born = try integer(object, "born")
-        let written = try integer(object, "written")
-        for (field, value) in [("born", born), ("written", written)] {
+        func time(_ field: String) throws(RecordError) -> Int64 {
+            let value = try integer(fields, field)
             if value < earliestTime { throw RecordError(.tooOld(field: field, milliseconds: value)) }
             if value > latestTime {
                 throw RecordError(.inFuture(field: field, milliseconds: value, now: nowMilliseconds))
             }
+            return value
         }
+        let born = try time("born")
+        let written = try time("written")
 
-        let optOut = try boolean(object, "optOut")
+        let optOut = try boolean(fields, "optOut")
         guard optOut == id.isOptedOut else { throw RecordError(.optOutMismatch(optOut: optOut)) }
 
         return SlotRecord(version: currentVersion, id: id, app: app, vendor: vendor,
@@ -89,10 +91,11 @@ extension SlotRecord {
     /// The record, if `data` is exactly what `encoded()` writes for a record
     /// that passes every check of the general parser; nil for anything else.
     ///
-    /// Strings must be printable ASCII without escapes (valid ids and vendors
-    /// are), numbers plain JSON integers that fit in 64 bits, and the fields
-    /// in `encoded()`'s order with no space. For such input JSONSerialization
-    /// yields the same values, and the same checks follow, so both ways agree.
+    /// Strings must be printable ASCII without escapes (valid ids, apps and
+    /// vendors are), numbers plain JSON integers that fit in 64 bits, and the
+    /// fields in `encoded()`'s order with no space. Such input is RFC 8259
+    /// text without duplicates, trailing commas or control characters, and
+    /// the same checks follow, so both ways agree.
     static func canonical(_ data: Data, now: Date) -> SlotRecord? {
         data.withUnsafeBytes { raw -> SlotRecord? in
             var scanner = CanonicalScanner(bytes: raw)
@@ -115,68 +118,343 @@ extension SlotRecord {
         }
     }
 
-    /// Rejects bytes that valid UTF-8 JSON never contains.
-    ///
-    /// Raw control characters are illegal everywhere in JSON text, and
-    /// rejecting them also stops Foundation from sniffing NUL-padded input as
-    /// UTF-16 or UTF-32 and parsing it anyway. A byte order mark is refused
-    /// because no writer of this format emits one.
-    private static func rejectNonJSONBytes(_ bytes: [UInt8]) throws(RecordError) {
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
-            throw RecordError(.malformedJSON("starts with a byte order mark"))
-        }
-        for (offset, byte) in bytes.enumerated() where byte < 0x20 {
-            if byte == 0x09 || byte == 0x0A || byte == 0x0D { continue }
-            let hex = String(byte, radix: 16)
-            throw RecordError(.malformedJSON("control byte 0x\(hex.count == 1 ? "0" + hex : hex) at offset \(offset)"))
-        }
-    }
-
-    private static func value(_ object: [String: Any], _ field: String) throws(RecordError) -> Any {
-        guard let value = object[field] else { throw RecordError(.missingField(field)) }
+    private static func value(_ fields: [[UInt8]: JSONValue], _ field: String) throws(RecordError) -> JSONValue {
+        guard let value = fields[Array(field.utf8)] else { throw RecordError(.missingField(field)) }
         return value
     }
 
-    private static func string(_ object: [String: Any], _ field: String) throws(RecordError) -> String {
-        guard let text = try value(object, field) as? String else {
+    private static func string(_ fields: [[UInt8]: JSONValue], _ field: String) throws(RecordError) -> String {
+        guard case .string(let text) = try value(fields, field) else {
             throw RecordError(.wrongType(field: field, expected: "a string"))
         }
         return text
     }
 
-    /// Foundation represents JSON `true`/`false` as a distinct `NSNumber`
-    /// subclass (objCType `c`), and that is the only way to tell `true` from
-    /// `1`: `as? Bool` and `as? Int` both succeed on either.
-    private static func isBoolean(_ number: NSNumber) -> Bool {
-        type(of: number) == type(of: NSNumber(value: true)) || String(cString: number.objCType) == "c"
-    }
-
-    private static func boolean(_ object: [String: Any], _ field: String) throws(RecordError) -> Bool {
-        guard let number = try value(object, field) as? NSNumber, isBoolean(number) else {
+    private static func boolean(_ fields: [[UInt8]: JSONValue], _ field: String) throws(RecordError) -> Bool {
+        guard case .boolean(let flag) = try value(fields, field) else {
             throw RecordError(.wrongType(field: field, expected: "true or false"))
         }
-        return number.boolValue
+        return flag
     }
 
-    private static func integer(_ object: [String: Any], _ field: String) throws(RecordError) -> Int64 {
-        let wrongType = RecordError(.wrongType(field: field, expected: "a whole number within 64 bits"))
-        guard let number = try value(object, field) as? NSNumber, !isBoolean(number) else { throw wrongType }
-        switch String(cString: number.objCType) {
-        case "q", "l", "i", "s":
-            return number.int64Value
-        case "Q", "L", "I", "S", "C":
-            let unsigned = number.uint64Value
-            guard unsigned <= UInt64(Int64.max) else { throw wrongType }
-            return Int64(unsigned)
-        case "d", "f":
-            // JSON does not distinguish 1 from 1.0 or 1e3; any whole value in range is that integer.
-            let real = number.doubleValue
-            guard real.isFinite, real == real.rounded(.towardZero),
-                  real >= -0x1p63, real < 0x1p63 else { throw wrongType }
-            return Int64(real)
-        default:
-            throw wrongType
+    /// An integer field: a JSON number with neither fraction nor exponent, within `Int64`.
+    private static func integer(_ fields: [[UInt8]: JSONValue], _ field: String) throws(RecordError) -> Int64 {
+        switch try value(fields, field) {
+        case .number(.integer(let value)): return value
+        case .number(.notWhole): throw RecordError(.notWholeNumber(field: field))
+        case .number(.outOfRange): throw RecordError(.outOfRange(field: field))
+        default: throw RecordError(.wrongType(field: field, expected: "a whole number written as a JSON integer"))
         }
+    }
+}
+
+/// A JSON value as the record parser keeps it: what the record's fields need, no more.
+enum JSONValue: Equatable {
+    /// How a number is written, which is all an integer field needs to know.
+    enum Number: Equatable {
+        /// No fraction and no exponent, and the value fits in `Int64` (`-0` is 0).
+        case integer(Int64)
+        /// A fraction or an exponent is present (`1.0`, `1e3`), whatever the value.
+        case notWhole
+        /// No fraction and no exponent, but outside `Int64`.
+        case outOfRange
+    }
+
+    case string(String)
+    case number(Number)
+    case boolean(Bool)
+    case null
+    case array
+    /// The members of the top-level object by the UTF-8 bytes of their
+    /// unescaped names; nested objects are checked and dropped.
+    ///
+    /// Bytes, not `String`, because Swift compares strings by canonical
+    /// equivalence, and JSON names that differ in any scalar are different names.
+    case object([[UInt8]: JSONValue])
+}
+
+/// A strict RFC 8259 parser for one record, which reports the first problem
+/// met reading left to right.
+///
+/// The input has already been checked to be valid UTF-8 without a leading
+/// byte order mark. Anything JSON allows is accepted (any value in unknown
+/// fields, any escape, any character but the raw controls in strings), and
+/// nothing else: whitespace is space, tab, line feed and carriage return only.
+struct RecordJSONParser {
+    let bytes: [UInt8]
+    private var position = 0
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// The one JSON value of the text, with nothing but whitespace around it.
+    mutating func document() throws(RecordError) -> JSONValue {
+        skipWhitespace()
+        guard position < bytes.count else { throw RecordError(.malformedJSON("there is no JSON value")) }
+        let value = try self.value(depth: 0)
+        skipWhitespace()
+        guard position == bytes.count else { throw unexpected("after the JSON value") }
+        return value
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    private mutating func skipWhitespace() {
+        while position < bytes.count, Self.isWhitespace(bytes[position]) { position += 1 }
+    }
+
+    /// The error for the byte at `position`, which does not fit where it is.
+    private func unexpected(_ context: String) -> RecordError {
+        guard position < bytes.count else { return RecordError(.malformedJSON("the text ends \(context)")) }
+        let byte = bytes[position]
+        if byte < 0x20 { return RecordError(.controlCharacter(offset: position)) }
+        let shown = (0x21...0x7E).contains(byte) ? "\"\(Character(Unicode.Scalar(byte)))\"" : "byte 0x" + Self.hex(byte)
+        return RecordError(.malformedJSON("unexpected \(shown) at offset \(position) \(context)"))
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16)
+        return digits.count == 1 ? "0" + digits : digits
+    }
+
+    /// One value; `depth` counts the arrays and objects around it.
+    private mutating func value(depth: Int) throws(RecordError) -> JSONValue {
+        guard position < bytes.count else { throw unexpected("where a value belongs") }
+        switch bytes[position] {
+        case UInt8(ascii: "{"): return try object(depth: depth + 1)
+        case UInt8(ascii: "["): return try array(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        case UInt8(ascii: "t"): try literal("true"); return .boolean(true)
+        case UInt8(ascii: "f"): try literal("false"); return .boolean(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        default: throw unexpected("where a value belongs")
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) throws(RecordError) {
+        let count = word.utf8CodeUnitCount
+        for offset in 0..<count {
+            guard position + offset < bytes.count, bytes[position + offset] == word.utf8Start[offset] else {
+                position += offset
+                throw unexpected("in a literal (true, false or null)")
+            }
+        }
+        position += count
+    }
+
+    private mutating func enter(_ depth: Int) throws(RecordError) {
+        if depth > SlotRecord.maximumDepth { throw RecordError(.tooDeep(offset: position)) }
+        position += 1
+    }
+
+    private mutating func object(depth: Int) throws(RecordError) -> JSONValue {
+        try enter(depth)
+        var members: [[UInt8]: JSONValue] = [:]
+        skipWhitespace()
+        if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+            position += 1
+            return .object(members)
+        }
+        while true {
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+                throw unexpected("where a member's name belongs")
+            }
+            let key = try stringBytes()
+            // Keys are compared as the scalars they stand for, after unescaping.
+            guard members[key] == nil else { throw RecordError(.duplicateKey(String(decoding: key, as: UTF8.self))) }
+            skipWhitespace()
+            guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else {
+                throw unexpected("where \":\" belongs")
+            }
+            position += 1
+            skipWhitespace()
+            let member = try value(depth: depth)
+            // Only the record's own fields are needed; nested members are kept
+            // as placeholders, for the duplicate check alone.
+            members[key] = depth == 1 ? member : .null
+            skipWhitespace()
+            guard position < bytes.count else { throw unexpected("inside an object") }
+            if bytes[position] == UInt8(ascii: "}") {
+                position += 1
+                return depth == 1 ? .object(members) : .object([:])
+            }
+            guard bytes[position] == UInt8(ascii: ",") else { throw unexpected("where \",\" or \"}\" belongs") }
+            let comma = position
+            position += 1
+            skipWhitespace()
+            if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+                throw RecordError(.trailingComma(offset: comma))
+            }
+        }
+    }
+
+    private mutating func array(depth: Int) throws(RecordError) -> JSONValue {
+        try enter(depth)
+        skipWhitespace()
+        if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+            position += 1
+            return .array
+        }
+        while true {
+            _ = try value(depth: depth)
+            skipWhitespace()
+            guard position < bytes.count else { throw unexpected("inside an array") }
+            if bytes[position] == UInt8(ascii: "]") {
+                position += 1
+                return .array
+            }
+            guard bytes[position] == UInt8(ascii: ",") else { throw unexpected("where \",\" or \"]\" belongs") }
+            let comma = position
+            position += 1
+            skipWhitespace()
+            if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                throw RecordError(.trailingComma(offset: comma))
+            }
+        }
+    }
+
+    /// A string, unescaped; `position` is at its opening quote.
+    private mutating func string() throws(RecordError) -> String {
+        // The input is valid UTF-8 and escapes add only whole scalars.
+        String(decoding: try stringBytes(), as: UTF8.self)
+    }
+
+    /// The UTF-8 bytes of a string, unescaped; `position` is at its opening quote.
+    private mutating func stringBytes() throws(RecordError) -> [UInt8] {
+        position += 1
+        var text: [UInt8] = []
+        while true {
+            guard position < bytes.count else { throw unexpected("inside a string") }
+            let byte = bytes[position]
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                return text
+            case 0x00..<0x20:
+                throw RecordError(.controlCharacter(offset: position))
+            case UInt8(ascii: "\\"):
+                try escape(into: &text)
+            default:
+                text.append(byte)
+                position += 1
+            }
+        }
+    }
+
+    private mutating func escape(into text: inout [UInt8]) throws(RecordError) {
+        let start = position
+        position += 1
+        guard position < bytes.count else { throw unexpected("inside a string") }
+        let simple: UInt8? = switch bytes[position] {
+        case UInt8(ascii: "\""): UInt8(ascii: "\"")
+        case UInt8(ascii: "\\"): UInt8(ascii: "\\")
+        case UInt8(ascii: "/"): UInt8(ascii: "/")
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+        if let simple {
+            text.append(simple)
+            position += 1
+            return
+        }
+        guard bytes[position] == UInt8(ascii: "u") else { throw RecordError(.invalidEscape(offset: start)) }
+        position += 1
+        let unit = try hexUnit(escapeAt: start)
+        let scalar: Unicode.Scalar?
+        switch unit {
+        case 0xD800...0xDBFF:
+            // A high surrogate stands for a character only with the low one right after it.
+            guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
+                  bytes[position + 1] == UInt8(ascii: "u") else { throw RecordError(.invalidEscape(offset: start)) }
+            position += 2
+            let low = try hexUnit(escapeAt: start)
+            guard (0xDC00...0xDFFF).contains(low) else { throw RecordError(.invalidEscape(offset: start)) }
+            scalar = Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+        case 0xDC00...0xDFFF:
+            throw RecordError(.invalidEscape(offset: start))
+        default:
+            scalar = Unicode.Scalar(unit)
+        }
+        guard let scalar else { throw RecordError(.invalidEscape(offset: start)) }
+        text.append(contentsOf: String(scalar).utf8)
+    }
+
+    /// Four hex digits, either case.
+    private mutating func hexUnit(escapeAt start: Int) throws(RecordError) -> UInt32 {
+        guard position + 4 <= bytes.count else { throw RecordError(.invalidEscape(offset: start)) }
+        var unit: UInt32 = 0
+        for byte in bytes[position..<position + 4] {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw RecordError(.invalidEscape(offset: start))
+            }
+            unit = unit << 4 | UInt32(digit)
+        }
+        position += 4
+        return unit
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    private func digit(at index: Int) -> Bool {
+        index < bytes.count && Self.isDigit(bytes[index])
+    }
+
+    /// A number in RFC 8259's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    private mutating func number() throws(RecordError) -> JSONValue.Number {
+        let negative = bytes[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
+        guard digit(at: position) else { throw unexpected("where a digit belongs") }
+        let integerStart = position
+        if bytes[position] == UInt8(ascii: "0") {
+            position += 1
+            if digit(at: position) {
+                throw RecordError(.malformedJSON("number with a leading zero at offset \(integerStart)"))
+            }
+        } else {
+            while digit(at: position) { position += 1 }
+        }
+        let integerEnd = position
+        var whole = true
+        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            guard digit(at: position) else { throw unexpected("where a digit of the fraction belongs") }
+            while digit(at: position) { position += 1 }
+            whole = false
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
+            position += 1
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            guard digit(at: position) else { throw unexpected("where a digit of the exponent belongs") }
+            while digit(at: position) { position += 1 }
+            whole = false
+        }
+        guard whole else { return .notWhole }
+        var value: Int64 = 0
+        for byte in bytes[integerStart..<integerEnd] {
+            let digit = Int64(byte - UInt8(ascii: "0"))
+            let shifted = value.multipliedReportingOverflow(by: 10)
+            let added = negative ? shifted.partialValue.subtractingReportingOverflow(digit)
+                                 : shifted.partialValue.addingReportingOverflow(digit)
+            guard !shifted.overflow, !added.overflow else { return .outOfRange }
+            value = added.partialValue
+        }
+        return .integer(value)
     }
 }
 
@@ -188,14 +466,33 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooLarge(bytes: Int)
         /// The bytes are not valid UTF-8.
         case invalidUTF8
-        /// The text is not valid JSON; the payload says where or why.
+        /// The text starts with a byte order mark (EF BB BF).
+        case byteOrderMark
+        /// A raw character U+0000–U+001F inside a string, or one other than
+        /// tab, line feed and carriage return between tokens; the payload is its byte offset.
+        case controlCharacter(offset: Int)
+        /// A backslash escape JSON does not define, bad `\u` digits, or an
+        /// unpaired surrogate; the payload is the offset of its backslash.
+        case invalidEscape(offset: Int)
+        /// A comma right before `}` or `]`; the payload is the comma's offset.
+        case trailingComma(offset: Int)
+        /// An object names one key twice (compared after unescaping); the payload is the key.
+        case duplicateKey(String)
+        /// Arrays and objects nested deeper than `SlotRecord.maximumDepth`; the
+        /// payload is the offset of the bracket that goes too deep.
+        case tooDeep(offset: Int)
+        /// The text is not JSON for another reason; the payload says where or why.
         case malformedJSON(String)
         /// Valid JSON, but not an object.
         case notAnObject
         /// A required field is missing.
         case missingField(String)
-        /// A field holds the wrong JSON type, or a number that is not a whole 64-bit integer.
+        /// A field holds the wrong JSON type.
         case wrongType(field: String, expected: String)
+        /// An integer field is written with a fraction or an exponent (`1.0`, `1e3`).
+        case notWholeNumber(field: String)
+        /// An integer field is outside the 64-bit signed range.
+        case outOfRange(field: String)
         /// The major version `v` is not one this library reads.
         case unsupportedVersion(Int64)
         /// `id` is not 40 lowercase hex digits.
@@ -210,6 +507,33 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case inFuture(field: String, milliseconds: Int64, now: Int64)
         /// `optOut` and the all-zero `id` disagree; the payload is the `optOut` value found.
         case optOutMismatch(optOut: Bool)
+
+        /// The stable token of this reason, such as `duplicate-key`.
+        public var token: String {
+            switch self {
+            case .tooLarge: "too-large"
+            case .invalidUTF8: "invalid-utf8"
+            case .byteOrderMark: "byte-order-mark"
+            case .controlCharacter: "control-character"
+            case .invalidEscape: "invalid-escape"
+            case .trailingComma: "trailing-comma"
+            case .duplicateKey: "duplicate-key"
+            case .tooDeep: "too-deep"
+            case .malformedJSON: "malformed-json"
+            case .notAnObject: "not-an-object"
+            case .missingField: "missing-field"
+            case .wrongType: "wrong-type"
+            case .notWholeNumber: "not-whole-number"
+            case .outOfRange: "out-of-range"
+            case .unsupportedVersion: "unsupported-version"
+            case .invalidIdentifier: "invalid-id"
+            case .invalidApp: "invalid-app"
+            case .invalidVendor: "invalid-vendor"
+            case .tooOld: "too-old"
+            case .inFuture: "in-future"
+            case .optOutMismatch: "opt-out-mismatch"
+            }
+        }
     }
 
     /// What is wrong with the record.
@@ -219,6 +543,18 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     public init(_ reason: Reason) {
         self.reason = reason
     }
+
+    /// The reason as a stable token, such as `duplicate-key`, for reports and
+    /// test vectors; docs/PROTOCOL.md §3 lists every token.
+    public var token: String { reason.token }
+
+    /// Every token `token` can give, in the order docs/PROTOCOL.md §3 checks them.
+    public static let tokens = [
+        "too-large", "invalid-utf8", "byte-order-mark", "control-character", "invalid-escape", "trailing-comma",
+        "duplicate-key", "too-deep", "malformed-json", "not-an-object", "missing-field", "wrong-type",
+        "not-whole-number", "out-of-range", "unsupported-version", "invalid-id", "invalid-app", "invalid-vendor",
+        "too-old", "in-future", "opt-out-mismatch",
+    ]
 
     /// "record rejected: " and what is wrong, naming the field and the value.
     public var description: String {
@@ -231,14 +567,30 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
             return "it is \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap"
         case .invalidUTF8:
             return "it is not valid UTF-8"
+        case .byteOrderMark:
+            return "it starts with a byte order mark, which no writer of this format emits"
+        case .controlCharacter(let offset):
+            return "raw control character at offset \(offset) (JSON allows only space, tab, LF and CR between tokens, and none inside strings)"
+        case .invalidEscape(let offset):
+            return "invalid escape at offset \(offset) (an unknown escape, bad \\u digits or an unpaired surrogate)"
+        case .trailingComma(let offset):
+            return "trailing comma at offset \(offset), which JSON does not allow"
+        case .duplicateKey(let key):
+            return "key \(quoted(key)) appears twice in one object"
+        case .tooDeep(let offset):
+            return "arrays and objects nest deeper than \(SlotRecord.maximumDepth) levels at offset \(offset)"
         case .malformedJSON(let detail):
-            return "it is not valid JSON (\(quoted(detail, limit: 200)))"
+            return "it is not valid JSON (\(detail))"
         case .notAnObject:
             return "it is JSON but not an object"
         case .missingField(let field):
             return "field \"\(field)\" is missing"
         case .wrongType(let field, let expected):
             return "field \"\(field)\" is not \(expected)"
+        case .notWholeNumber(let field):
+            return "field \"\(field)\" has a fraction or an exponent; integers are written as plain digits"
+        case .outOfRange(let field):
+            return "field \"\(field)\" does not fit in a signed 64-bit integer"
         case .unsupportedVersion(let version):
             return "format version \(version) is not supported (this library reads version \(SlotRecord.currentVersion))"
         case .invalidIdentifier(let error):

@@ -68,11 +68,16 @@ public struct SlotRecord: Sendable, Hashable {
         self.init(id: id, app: app.id, vendor: app.vendor, born: born, written: written, optOut: id.isOptedOut)
     }
 
-    /// The record as compact JSON with keys in byte order.
+    /// The record in its canonical encoding (docs/PROTOCOL.md §3).
     ///
-    /// The same record always gives the same bytes, so a writer can tell
-    /// whether a slot already holds what it would write, and two
-    /// implementations produce identical slots.
+    /// Keys in the byte order of their UTF-8, no whitespace, integers in
+    /// shortest decimal form, `true`/`false`, and strings without escapes,
+    /// since every character a valid record's strings can hold is printable
+    /// ASCII other than `"` and `\`. The same record always gives the same
+    /// bytes, so a writer can tell whether a place already holds what it
+    /// would write, and two implementations produce identical records. A
+    /// record with fields no reader accepts still encodes as valid JSON: its
+    /// other characters are escaped.
     ///
     /// - Returns: UTF-8 JSON without spaces or a trailing newline.
     public func encoded() -> Data {
