@@ -341,11 +341,11 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
 }
 
 @Suite struct LongAppIdTests {
-    /// The longest app id: 230 bytes, so that every name derived from it fits NAME_MAX (255).
-    static let app = String(repeating: "a", count: 115) + "." + String(repeating: "b", count: 114)
+    /// The longest app id (`AppIdentity.maximumLength`), so that every name derived from it fits NAME_MAX (255).
+    static let app = String(repeating: "a", count: 112) + "." + String(repeating: "b", count: AppIdentity.maximumLength - 113)
 
     @Test func theLongestAppIdHasARealFileSlotAndCache() throws {
-        #expect(Self.app.utf8.count == 230)
+        #expect(Self.app.utf8.count == AppIdentity.maximumLength)
         let directory = try TemporaryDirectory()
         let paths = try StoragePaths(environment: ["XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path + "/c"],
                                      namespace: String(repeating: "n", count: 64))
