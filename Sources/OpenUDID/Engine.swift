@@ -198,12 +198,12 @@ final class Engine: @unchecked Sendable {
                     gathered.candidates.append(Candidate(record, from: .fileSlot(app: entry.app)))
                     count += 1
                 } catch {
-                    gathered.rejected.append(Rejection(place, error.description))
+                    gathered.rejected.append(Rejection(place, error.description, code: error.token))
                     if entry.app == app.id { gathered.ownFileSlot = .unavailable(StoreUnavailable(.corrupt, error.description)) }
                 }
             }
         }
-        if let report = listing.report { gathered.rejected.append(Rejection(fileSlots.directory, report)) }
+        if let report = listing.report { gathered.rejected.append(Rejection(fileSlots.directory, report, code: "too-many-files")) }
         gathered.sources.append(SourceStatus("file-slots", .read(records: count)))
     }
 
@@ -243,7 +243,7 @@ final class Engine: @unchecked Sendable {
                 gathered.candidates.append(Candidate(record, from: .vendorMirror(store: mirror.name, vendor: app.vendor)))
                 gathered.sources.append(SourceStatus("mirror", .read(records: 1)))
             } catch {
-                gathered.rejected.append(Rejection(place, error.description))
+                gathered.rejected.append(Rejection(place, error.description, code: error.token))
                 gathered.mirrorRead = .unavailable(StoreUnavailable(.corrupt, error.description))
                 gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
             }
@@ -276,7 +276,7 @@ final class Engine: @unchecked Sendable {
         defer { generationLock?.release() }
         let acquired = resolution.origin == .generated && configuration.usesFiles
             ? FileLock.acquire(paths.generationLock, waitingAtMost: Self.generationWait, below: paths.dataHome) : nil
-        if case .failure(let problem)? = acquired { gathered.rejected.append(Rejection(paths.generationLock, problem.message)) }
+        if case .failure(let problem)? = acquired { gathered.rejected.append(Rejection(paths.generationLock, problem.message, code: "generation-lock")) }
         if case .success(let lock)? = acquired {
             generationLock = lock
             var again = Gathered()

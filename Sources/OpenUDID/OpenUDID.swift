@@ -38,7 +38,7 @@ public final class OpenUDID: Sendable {
     ///
     /// - Parameters:
     ///   - app: A reverse-DNS application id such as `com.acme.notes`.
-    ///   - vendor: The vendor whose mirror the app shares; by default the id's first two parts (`com.acme`).
+    ///   - vendor: The vendor whose mirror the app shares; by default the id's first two parts (`com.acme`), or three under a hosting prefix (`io.github.alice`; docs/PROTOCOL.md §1).
     ///   - configuration: Display, namespace, policy and mirror; the defaults suit a desktop session.
     /// - Throws: `OpenUDIDError` for an invalid app id, vendor or namespace, or when there is no home directory.
     public init(app: String, vendor: String? = nil, configuration: Configuration = Configuration()) throws(OpenUDIDError) {

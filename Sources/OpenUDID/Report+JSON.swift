@@ -13,7 +13,7 @@ extension Report {
             "born": born.map { NSNumber(value: $0) } ?? NSNull(),
             "slot": slot.map { NSNumber(value: $0) } ?? NSNull(),
             "sources": sources.map(\.jsonObject),
-            "rejected": rejected.map { ["place": $0.place, "reason": $0.reason] },
+            "rejected": rejected.map { ["place": $0.place, "reason": $0.reason, "code": $0.code] },
             "repairs": repairs.map(\.jsonObject),
             "mirror": [
                 "store": mirrorStore ?? NSNull(),

@@ -4,13 +4,24 @@ import Foundation
 public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
     /// Where it was found: "selection _OPENUDID_SLOT_3 (window 0x... of client 0x...)", a file path, a store.
     public let place: String
-    /// Why it was not counted.
+    /// Why it was not counted, for a person to read.
     public let reason: String
+    /// Why it was not counted, as a stable token for programs: a record
+    /// rejection's token (`duplicate-key`, `in-future`, … docs/PROTOCOL.md §3),
+    /// or `wrong-type`, `refused`, `no-answer`, `unreadable`, `too-many-files`,
+    /// `generation-lock` (§12).
+    public let code: String
 
     /// Creates a rejection.
-    public init(_ place: String, _ reason: String) {
+    ///
+    /// - Parameters:
+    ///   - place: Where the record was found.
+    ///   - reason: Why it was not counted, for a person.
+    ///   - code: The same as a stable token.
+    public init(_ place: String, _ reason: String, code: String = "unreadable") {
         self.place = place
         self.reason = reason
+        self.code = code
     }
 
     public var description: String { "\(place): \(reason)" }

@@ -54,7 +54,7 @@ public struct Survey: Sendable {
                     do {
                         entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .success(try SlotRecord.parse(bytes, now: now))))
                     } catch {
-                        entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, error.description))))
+                        entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, error.description, code: error.token))))
                     }
                 }
             }

@@ -26,7 +26,8 @@ options of get, serve, slots and opt-out (remove-app takes --namespace alone):
   --policy follow|keep    follow the consensus (default) or keep the app's own value
   --mirror automatic|secret-service|file|none
                           where the per-vendor mirror lives (default: automatic)
-  --vendor NAME           the app's vendor (default: the id's first two parts)
+  --vendor NAME           the app's vendor (default: the id's first two parts,
+                          three under io.github. and other hosting prefixes)
   --slots N               the number of selection slots (default: 100)
   --help                  this text
 
@@ -44,7 +45,8 @@ options:
   --namespace NAME        a separate set of slots and files, for experiments
   --policy follow|keep    follow the consensus (default) or keep the app's own value
   --mirror automatic|secret-service|file|none
-  --vendor NAME           the app's vendor (default: the id's first two parts)
+  --vendor NAME           the app's vendor (default: the id's first two parts,
+                          three under io.github. and other hosting prefixes)
   --slots N               the number of selection slots (default: 100)
 """
 

@@ -73,21 +73,21 @@ struct SelectionSlots: Sendable {
                 let holder = value.owner
                 let where_ = "\(place) (\(holder))"
                 guard value.format == 8, Self.textTypes.contains(value.type) else {
-                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, "served type \(value.type) format \(value.format), not 8-bit text"))))
+                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, "served type \(value.type) format \(value.format), not 8-bit text", code: "wrong-type"))))
                     continue
                 }
                 do {
                     let record = try SlotRecord.parse(Data(value.bytes), now: now)
                     readings.append(Reading(index: index, holder: holder, result: .success(record)))
                 } catch {
-                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, error.description))))
+                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, error.description, code: error.token))))
                 }
             case .refused(let holder):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "the owner refused to give a record"))))
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "the owner refused to give a record", code: "refused"))))
             case .timedOut(let holder):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "no answer within \(deadline)"))))
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "no answer within \(deadline)", code: "no-answer"))))
             case .tooLarge(let holder, let bytes):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap"))))
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap", code: "too-large"))))
             case .malformed(let holder, let reason):
                 readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, reason))))
             }
