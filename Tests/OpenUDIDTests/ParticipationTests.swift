@@ -189,6 +189,19 @@ enum SharedDisplay {
         #expect(try session.get("org.indie.chess", none) == shared)
     }
 
+    @Test func anAppAloneWithItsVendorsMirrorGetsTheSameIdentifierBackAfterOptingOutAndIn() throws {
+        let session = try TestSession(display: nil)
+        let mirror = ["--mirror", "file"]
+        let shared = try session.get("com.acme.notes", mirror)
+        #expect(try session.run(["opt-out", "--app", "com.acme.notes"] + mirror).status == 0)
+        #expect(try session.get("com.acme.notes", mirror) == String(repeating: "0", count: 40))
+        #expect(try session.run(["opt-out", "--app", "com.acme.notes", "--undo"] + mirror).status == 0)
+        // Its own file slot still says it opted out; that leftover must not block the mirror.
+        let report = try session.report("com.acme.notes", mirror)
+        #expect(report["id"] as? String == shared)
+        #expect(report["origin"] as? String == "consensus")
+    }
+
     @Test func aUserWideOptOutIsHonouredByEveryAppAndIsReversible() throws {
         let session = try TestSession(display: nil)
         let none = ["--mirror", "none"]
