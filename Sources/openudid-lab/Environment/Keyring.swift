@@ -54,14 +54,16 @@ final class PrivateKeyring: @unchecked Sendable {
         }
     }
 
-    /// Deletes the mirror items of `vendors`, as wiping the secret store does.
-    func clear(vendors: [String]) throws(LabError) {
-        let store = SecretServiceMirror(busAddress: address)
-        for vendor in vendors {
-            do {
-                try store.remove(vendor: vendor)
-            } catch {
-                throw LabError("cannot delete the keyring item of \(vendor): \(error)")
+    /// Deletes the mirror items of `vendors` in each of `namespaces`, as wiping the secret store does.
+    func clear(vendors: [String], namespaces: [String]) throws(LabError) {
+        for namespace in namespaces {
+            let store = SecretServiceMirror(busAddress: address, namespace: namespace)
+            for vendor in vendors {
+                do {
+                    try store.remove(vendor: vendor)
+                } catch {
+                    throw LabError("cannot delete the keyring item of \(vendor) in \(namespace): \(error)")
+                }
             }
         }
     }

@@ -69,8 +69,9 @@ final class Runner: @unchecked Sendable {
         let directory = try equipment.root.directory("scenarios/\(scenario.key)")
         let here = try Machine(name: "this machine", directory: directory + "/here")
         let apart = try Machine(name: "another machine", directory: directory + "/apart")
-        // Items in the keyring are per vendor, not per scenario: start from none.
-        try equipment.keyring?.clear(vendors: LabApp.vendors)
+        // Each column keeps its keyring items under a namespace of its own: start from none.
+        let namespaces = MechanismKind.allCases.map { "\(scenario.key)-\($0.rawValue)" }
+        try equipment.keyring?.clear(vendors: LabApp.vendors, namespaces: namespaces)
 
         let columns: [any Mechanism] = MechanismKind.allCases.map { kind in
             let namespace = "\(scenario.key)-\(kind.rawValue)"
@@ -147,7 +148,7 @@ final class Runner: @unchecked Sendable {
                 case .resetDevice:
                     guard running.isEmpty else { throw LabError("\(context): every app must quit before a reset") }
                     try here.home.wipe()
-                    try equipment.keyring?.clear(vendors: LabApp.vendors)
+                    try equipment.keyring?.clear(vendors: LabApp.vendors, namespaces: namespaces)
                     try here.newMachineID()
                     if let note = try equipment.xServer.restart() { notes.append("\(context): \(note).") }
                     installed = installed.filter { $0.value != .here }

@@ -50,7 +50,7 @@ enum Catalogue {
                          actions: [.stop([chess]), .optOut(chess, false), .start([chess])]),
                  ], isQuick: false),
         Scenario(key: "meet", title: "Two groups meet",
-                 purpose: "two groups that formed apart come together on one display and settle on one identifier",
+                 purpose: "two groups that formed apart come together on one display: apps that keep files hold their own value against records that arrive over the display alone, as they would against a forger",
                  steps: [
                     Step(key: "group-one", label: "group 1", title: "group one (notes, photos, chess) starts here", actions: [.start(one)]),
                     Step(key: "group-two", label: "group 2", title: "group two (sketch, maps) starts on another machine",
