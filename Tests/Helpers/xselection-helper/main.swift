@@ -5,6 +5,7 @@
 //   xselection-helper hostile --selection NAME --behavior B [--size BYTES] [--announce BYTES]
 //                             [--chunk BYTES] [--stall-after BYTES]
 //   xselection-helper flood --selection NAME [--target T] [--seconds S] [--window N]
+//   xselection-helper flood --unread --selection NAME [--target T] [--seconds S] [--distinct-windows N]
 //   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
 //   xselection-helper request --selection NAME --targets T --die-after-first-chunk
 //   xselection-helper host-error-handler --selection NAME
@@ -90,6 +91,9 @@ case "hostile":
     runHostile(selection: option("--selection") ?? "_XSELECTION_HOSTILE", behavior: option("--behavior") ?? "silent",
                size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024, announce: option("--announce").flatMap(Int.init),
                chunkSize: Int(option("--chunk") ?? "") ?? 4096, stallAfter: Int(option("--stall-after") ?? "") ?? 0)
+case "flood" where arguments.contains("--unread"):
+    runUnreadFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
+                   seconds: Double(option("--seconds") ?? "") ?? 3, windows: Int(option("--distinct-windows") ?? "") ?? 1)
 case "flood":
     runFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
              seconds: Double(option("--seconds") ?? "") ?? 3, window: Int(option("--window") ?? "") ?? 2000)
