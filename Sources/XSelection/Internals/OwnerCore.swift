@@ -62,6 +62,8 @@ final class OwnerCore {
     private var held: [UInt: Held] = [:]
     private var transfers: [TransferKey: Transfer] = [:]
     private var allowances: [UInt32: Allowance] = [:]
+    /// The allowance of the client that asked last, kept out of `allowances` while it asks.
+    private var lastClient: (client: UInt32, allowance: Allowance)?
     /// Which requestor each recent request of ours wrote to, by sequence
     /// number, so a protocol error can be blamed on the peer whose window caused it.
     private var recentRequests: [(serial: UInt, requestor: UInt)] = []
@@ -402,7 +404,13 @@ final class OwnerCore {
         // The time of the batch: a clock read per request would slow the
         // shedding that has to outrun a flood.
         let now = turnStarted
-        var allowance = allowances[client] ?? Allowance(tokens: Self.requestBurst, refilled: now)
+        // A flood comes from one client: keep its allowance at hand rather
+        // than hash for it per request.
+        if lastClient?.client != client {
+            if let last = lastClient { allowances[last.client] = last.allowance }
+            lastClient = (client, allowances[client] ?? Allowance(tokens: Self.requestBurst, refilled: now))
+        }
+        var allowance = lastClient!.allowance
         if allowance.refilled != now {
             let (seconds, attoseconds) = (now - allowance.refilled).components
             let elapsed = Double(seconds) + Double(attoseconds) / 1e18
@@ -410,7 +418,7 @@ final class OwnerCore {
             allowance.refilled = now
         }
         allowance.tokens = max(allowance.tokens - 1, -Self.requestBurst)
-        allowances[client] = allowance
+        lastClient!.allowance = allowance
         if allowances.count > 1024 {
             // Clients come and go; forget those whose allowance is back in full.
             allowances = allowances.filter { now - $0.value.refilled < .seconds(1) }
