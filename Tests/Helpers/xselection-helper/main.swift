@@ -6,7 +6,7 @@
 //                             [--chunk BYTES] [--stall-after BYTES]
 //   xselection-helper flood --selection NAME [--target T] [--seconds S] [--window N]
 //   xselection-helper flood --unread --selection NAME [--target T] [--seconds S] [--distinct-windows N]
-//   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
+//   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property] [--deadline SECONDS]
 //   xselection-helper request --selection NAME --targets T --die-after-first-chunk
 //   xselection-helper host-error-handler --selection NAME
 //   xselection-helper open [--display D]
@@ -101,7 +101,8 @@ case "request" where arguments.contains("--die-after-first-chunk"):
     runDyingRequest(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--targets") ?? "UTF8_STRING")
 case "request":
     runRequest(selection: option("--selection") ?? "_XSELECTION_TEST", targets: (option("--targets") ?? "UTF8_STRING").split(separator: ",").map(String.init),
-               time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"))
+               time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"),
+               deadline: Double(option("--deadline") ?? "") ?? 5)
 case "host-error-handler":
     runHostWithErrorHandler(selection: option("--selection") ?? "_XSELECTION_HOST")
 case "open":
