@@ -19,6 +19,7 @@ struct Plan {
     var processes: (warmup: Int, reps: Int) { quick ? (2, 10) : (5, 60) }
     var hostPairs: Int { quick ? 3 : 12 }
     var flood: (intervals: Int, milliseconds: Int) { quick ? (4, 250) : (11, 500) }
+    var unreadFloodMilliseconds: Int { quick ? 3000 : 12000 }
     var convergenceTrials: Int { quick ? 3 : 20 }
     var convergenceSettle: Duration { quick ? .milliseconds(300) : .milliseconds(500) }
     var ownerProcesses: Int { 100 }

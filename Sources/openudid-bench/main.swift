@@ -17,7 +17,7 @@ whether it is met.
   --svg PATH          write the scaling plot to PATH
   --update-doc PATH   replace the results block of PATH (docs/BENCHMARKS.md)
   --invoked-as TEXT   the command to name in --update-doc (default: this command line)
-  --only LIST         comma-separated sections: floor,read,scale,busy,serve,converge
+  --only LIST         comma-separated sections: floor,read,scale,busy,serve,flood,converge
 
 Exit status: 0 when every figure was measured (whether or not its target was
 met), 1 when the set-up failed, 2 on a usage error.
@@ -77,7 +77,7 @@ if words.first == "host" { runHost(Array(words.dropFirst())) }
 
 var quick = false, printJSON = false
 var jsonPath: String?, svgPath: String?, docPath: String?, invokedAs: String?
-var sections: Set<String> = ["floor", "read", "scale", "busy", "serve", "converge"]
+var sections: Set<String> = ["floor", "read", "scale", "busy", "serve", "flood", "converge"]
 while !words.isEmpty {
     let word = words.removeFirst()
     func value() -> String {
@@ -104,7 +104,7 @@ while !words.isEmpty {
     }
 }
 
-let known: Set<String> = ["floor", "read", "scale", "busy", "serve", "converge"]
+let known: Set<String> = ["floor", "read", "scale", "busy", "serve", "flood", "converge"]
 if !sections.isSubset(of: known) {
     FileHandle.standardError.write(Data("openudid-bench: unknown section(s) \(sections.subtracting(known).sorted().joined(separator: ", ")); use \(known.sorted().joined(separator: ","))\n".utf8))
     exit(2)
@@ -139,6 +139,7 @@ do {
         bench.stopOwners()
     }
     try section("serve") { try bench.serving() }
+    try section("flood") { try bench.floods() }
     try section("converge") { try bench.convergence() }
     results = bench.results
 } catch {

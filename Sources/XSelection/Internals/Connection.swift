@@ -61,14 +61,17 @@ final class Connection {
     }
 
     /// Whether the connection still works.
-    var isAlive: Bool { !closed && !ErrorTrap.isLost(display) }
+    ///
+    /// Code that talks through libxcb alone (the owner) learns of a lost
+    /// server from libxcb, not from libX11's I/O error handler.
+    var isAlive: Bool { !closed && !ErrorTrap.isLost(display) && xcb_connection_has_error(xcb) == 0 }
 
     /// Throws `connectionLost` when the server is gone.
     func checkAlive() throws(XSelectionError) {
         // An owner or watcher closes its connection itself when the server is
         // lost; a call that reaches it afterwards must still say so.
         if closed { throw lostBeforeClose ? .connectionLost(name) : .closed(name) }
-        if ErrorTrap.isLost(display) { throw .connectionLost(name) }
+        if !isAlive { throw .connectionLost(name) }
     }
 
     /// Protocol errors reported for this connection since the last call.

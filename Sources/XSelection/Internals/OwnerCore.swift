@@ -22,6 +22,23 @@ final class OwnerCore {
         var refilled: ContinuousClock.Instant
     }
 
+    /// A conversion request, as the server sent it.
+    struct Request {
+        var owner: UInt
+        var requestor: UInt
+        var selection: UInt
+        var target: UInt
+        var property: UInt
+        var time: UInt
+    }
+
+    /// The events the owner acts on.
+    enum Incoming {
+        case request(Request)
+        case cleared(selection: UInt, window: UInt)
+        case propertyChanged(window: UInt, property: UInt, time: UInt, deleted: Bool)
+    }
+
     private struct TransferKey: Hashable {
         var requestor: UInt
         var property: UInt
@@ -45,10 +62,23 @@ final class OwnerCore {
     private var held: [UInt: Held] = [:]
     private var transfers: [TransferKey: Transfer] = [:]
     private var allowances: [UInt32: Allowance] = [:]
-    private var flushedSerial: UInt = 0
-    /// Which requestor each recent request of ours wrote to, by serial, so a
-    /// protocol error can be blamed on the peer whose window caused it.
+    /// The allowance of the client that asked last, kept out of `allowances` while it asks.
+    private var lastClient: (client: UInt32, allowance: Allowance)?
+    /// Which requestor each recent request of ours wrote to, by sequence
+    /// number, so a protocol error can be blamed on the peer whose window caused it.
     private var recentRequests: [(serial: UInt, requestor: UInt)] = []
+    /// Protocol errors read since the last look, oldest first.
+    private var peerErrors: [ProtocolErrorRecord] = []
+    /// Events that arrived while the owner waited for a reply of its own.
+    private var stash = EventStash()
+    /// Events handled since the input last ran dry: how far behind the owner is.
+    private var sinceDry = 0
+    /// When the current batch of events began.
+    private var turnStarted = ContinuousClock.now
+    /// Whether requests were written since the last flush.
+    private var unflushed = false
+    /// What the current batch did, published once at its end.
+    private var counts = SelectionOwner.Statistics()
 
     // Atoms every owner needs.
     private let targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom: UInt
@@ -76,15 +106,18 @@ final class OwnerCore {
 
     /// The most events handled before the host's posted work gets a turn.
     static let eventsPerTurn = 512
-    /// Queued events beyond which the owner counts as behind. Well above what
-    /// honest readers send at once (one request per selection held, and a
-    /// pipelined pass over even 1000 selections of one owner stays below it),
-    /// far below what a flood piles up.
+    /// Events handled without the input running dry, beyond which the owner
+    /// counts as behind. Well above what honest readers send at once (one
+    /// request per selection held, and a pipelined pass over even 1000
+    /// selections of one owner stays below it), far below what a flood piles up.
     static let backlogLimit = 2048
     /// Requests a requestor client may have answered in a burst while the owner is behind.
     static let requestBurst = 2048.0
     /// The rate at which that allowance comes back, per second.
     static let requestsPerSecond = 2048.0
+    /// Events set aside while the owner waits for a reply of its own; beyond
+    /// it, requests are dropped unanswered (as a flood's would be).
+    static let stashLimit = 4096
 
     // MARK: The loop
 
@@ -94,29 +127,31 @@ final class OwnerCore {
                 events.yield(.connectionLost(.connectionLost(connection.name)))
                 break
             }
-            // A bounded batch: under a flood of requests the queue never runs dry,
-            // and the host's claims and releases must still get their turn.
+            // A bounded batch, taken from libxcb one event at a time: under a
+            // flood the input never runs dry, and the host's claims and releases
+            // must still get their turn. What is not taken stays in the server.
+            turnStarted = .now
             var handled = 0
-            while handled < Self.eventsPerTurn, connection.pending() > 0 {
-                handle(connection.nextEvent())
+            while handled < Self.eventsPerTurn, let event = nextEvent() {
+                handle(event)
                 handled += 1
             }
+            publishCounts()
             blamePeerErrors()
             _ = expireTransfers() // what it writes goes out with the flush below
-            // libX11 reads every event the server has sent whenever it flushes;
-            // with nothing to send, that reading only swells the queue.
-            if connection.nextRequestSerial != flushedSerial {
-                connection.flush()
-                flushedSerial = connection.nextRequestSerial
+            if unflushed {
+                connection.flushRequests()
+                unflushed = false
             }
             guard connection.isAlive else { continue }
-            // Events already queued do not make the socket readable, and writing
-            // can read too: while libxcb waits to send, it takes what the server
-            // sent into its own queue, which poll cannot see (an INCR requestor's
-            // delete read that way would wait for the transfer's time-out). So
-            // with anything queued, look at the wake pipe without waiting.
-            let queued = connection.queued() > 0 || connection.pending() > 0
-            let wake = queued ? ContinuousClock.now : transfers.values.map(\.deadline).min()
+            // Events libxcb has already read do not make the socket readable, and
+            // writing can read too (while libxcb waits to send, it takes what the
+            // server sent into its own queue, which poll cannot see). So with
+            // anything queued, look at the wake pipe without waiting.
+            if stash.isEmpty, let queued = connection.pollQueuedEvent() {
+                setAside(queued)
+            }
+            let wake = !stash.isEmpty ? ContinuousClock.now : transfers.values.map(\.deadline).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
             if ready.extra { thread.runJobs(self) }
         }
@@ -126,23 +161,134 @@ final class OwnerCore {
         events.finish()
     }
 
-    private func handle(_ event: XEvent) {
-        switch event.type {
-        case SelectionRequest:
-            answer(event.xselectionrequest)
-        case SelectionClear:
-            let clear = event.xselectionclear
-            guard clear.window == window, let lost = held.removeValue(forKey: clear.selection) else { return }
-            let owner = XGetSelectionOwner(connection.display, clear.selection)
-            events.yield(.lost(lost.name, newOwner: owner == 0 || owner == window ? nil : XWindow(UInt32(truncatingIfNeeded: owner))))
-        case PropertyNotify:
-            let notify = event.xproperty
-            if notify.state == PropertyDelete {
-                continueTransfer(TransferKey(requestor: notify.window, property: notify.atom))
+    /// The next event to handle: first those set aside during a reply wait,
+    /// then what libxcb has or reads (at most one buffer).
+    private func nextEvent() -> Incoming? {
+        if let event = stash.popFirst() { return event }
+        while let raw = connection.pollEvent() {
+            defer { free(raw) }
+            if let event = decode(raw) {
+                sinceDry += 1
+                return event
             }
-        default:
-            break
         }
+        sinceDry = 0
+        return nil
+    }
+
+    /// Keeps an event that arrived while the owner waited for a reply.
+    private func setAside(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) {
+        defer { free(raw) }
+        guard let event = decode(raw) else { return }
+        sinceDry += 1
+        if stash.count >= Self.stashLimit, case .request = event {
+            counts.shed += 1
+            return
+        }
+        if stash.count >= Self.stashLimit * 2, case .propertyChanged = event {
+            // Only requestors we watch send these; one that changes its own
+            // properties without pause loses its transfer, not our memory.
+            return
+        }
+        stash.append(event)
+    }
+
+    /// Turns an event from the wire into what the owner acts on; records errors.
+    private func decode(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) -> Incoming? {
+        switch Int32(raw.pointee.response_type & 0x7f) {
+        case 0:
+            let error = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_generic_error_t.self).pointee
+            if peerErrors.count >= 1024 { peerErrors.removeFirst(512) }
+            peerErrors.append(ProtocolErrorRecord(serial: UInt(error.full_sequence), code: error.error_code,
+                                                  request: error.major_code, resource: UInt(error.resource_id)))
+            return nil
+        case SelectionRequest:
+            let request = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_request_event_t.self).pointee
+            return .request(Request(owner: UInt(request.owner), requestor: UInt(request.requestor), selection: UInt(request.selection),
+                                    target: UInt(request.target), property: UInt(request.property), time: UInt(request.time)))
+        case SelectionClear:
+            let clear = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_clear_event_t.self).pointee
+            return .cleared(selection: UInt(clear.selection), window: UInt(clear.owner))
+        case PropertyNotify:
+            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
+            return .propertyChanged(window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
+                                    deleted: Int32(notify.state) == PropertyDelete)
+        default:
+            return nil
+        }
+    }
+
+    private func handle(_ event: Incoming) {
+        switch event {
+        case .request(let request):
+            answer(request)
+        case .cleared(let selection, let clearedWindow):
+            guard clearedWindow == window, let lost = held.removeValue(forKey: selection) else { return }
+            let owner = (try? selectionOwner(selection)) ?? 0
+            events.yield(.lost(lost.name, newOwner: owner == 0 || owner == window ? nil : XWindow(UInt32(truncatingIfNeeded: owner))))
+        case .propertyChanged(let changed, let property, _, let deleted):
+            if deleted {
+                continueTransfer(TransferKey(requestor: changed, property: property))
+            }
+        }
+    }
+
+    /// Publishes the counts of the last batch: one lock per batch, not per request.
+    private func publishCounts() {
+        guard counts != SelectionOwner.Statistics() else { return }
+        let delta = counts
+        counts = SelectionOwner.Statistics()
+        shared.count { total in
+            total.answered += delta.answered
+            total.refused += delta.refused
+            total.shed += delta.shed
+            total.peerErrors += delta.peerErrors
+        }
+    }
+
+    // MARK: Requests and replies of our own
+
+    /// Waits for the reply to `sequence`; events that arrive first are set aside.
+    private func reply(to sequence: UInt32, what: String) throws(XSelectionError) -> UnsafeMutableRawPointer? {
+        unflushed = false
+        return try connection.reply(to: sequence, deadline: .now + .seconds(2), what: what) { setAside($0) }
+    }
+
+    private func selectionOwner(_ selection: UInt) throws(XSelectionError) -> UInt {
+        let cookie = xcb_get_selection_owner(connection.xcb, xcb_atom_t(selection))
+        guard let raw = try reply(to: cookie.sequence, what: "a selection owner query") else { return 0 }
+        defer { free(raw) }
+        return UInt(raw.assumingMemoryBound(to: xcb_get_selection_owner_reply_t.self).pointee.owner)
+    }
+
+    /// A server timestamp: the time of the PropertyNotify that appending nothing
+    /// to a property of our window causes.
+    private func serverTime() throws(XSelectionError) -> UInt {
+        let property = try connection.atom("_XSELECTION_TIMESTAMP")
+        xcb_change_property(connection.xcb, UInt8(PropModeAppend), xcb_window_t(window), xcb_atom_t(property), xcb_atom_t(XA_INTEGER), 8, 0, nil)
+        connection.flushRequests()
+        unflushed = false
+        let deadline = ContinuousClock.now + .seconds(2)
+        while true {
+            try connection.checkAlive()
+            while let raw = connection.pollEvent() {
+                if Int32(raw.pointee.response_type & 0x7f) == PropertyNotify {
+                    let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
+                    if UInt(notify.window) == window && UInt(notify.atom) == property {
+                        free(raw)
+                        return UInt(notify.time)
+                    }
+                }
+                setAside(raw)
+            }
+            guard ContinuousClock.now < deadline else { throw .timedOut(connection.name, "a timestamp request") }
+            _ = connection.waitReadable(until: deadline)
+        }
+    }
+
+    private func setOwner(_ selection: UInt, to owner: UInt, time: UInt) {
+        xcb_set_selection_owner(connection.xcb, xcb_window_t(owner), xcb_atom_t(selection), xcb_timestamp_t(time))
+        unflushed = true
     }
 
     // MARK: Claiming
@@ -151,28 +297,26 @@ final class OwnerCore {
         try connection.checkAlive()
         let selection = try connection.atom(name.rawValue)
         let prepared = try prepare(payloads)
-        let time = try connection.serverTime(window: window)
-        let display = connection.display
+        let time = try serverTime()
         var owner: UInt
         switch mode {
         case .ifFree:
             // The grab makes check-and-claim atomic: nobody can claim between our
             // look and our claim, so two apps never both think a slot is theirs.
-            XGrabServer(display)
-            owner = XGetSelectionOwner(display, selection)
+            xcb_grab_server(connection.xcb)
+            defer {
+                xcb_ungrab_server(connection.xcb)
+                connection.flushRequests()
+            }
+            owner = try selectionOwner(selection)
             if owner != 0 && owner != window {
-                XUngrabServer(display)
-                connection.flush()
-                try connection.checkAlive()
                 return .taken(by: XWindow(UInt32(truncatingIfNeeded: owner)))
             }
-            XSetSelectionOwner(display, selection, window, time)
-            owner = XGetSelectionOwner(display, selection)
-            XUngrabServer(display)
-            connection.flush()
+            setOwner(selection, to: window, time: time)
+            owner = try selectionOwner(selection)
         case .always:
-            XSetSelectionOwner(display, selection, window, time)
-            owner = XGetSelectionOwner(display, selection)
+            setOwner(selection, to: window, time: time)
+            owner = try selectionOwner(selection)
         }
         try connection.checkAlive()
         guard owner == window else {
@@ -194,10 +338,10 @@ final class OwnerCore {
         try connection.checkAlive()
         let selection = try connection.atom(name.rawValue)
         guard held.removeValue(forKey: selection) != nil else { return }
-        if XGetSelectionOwner(connection.display, selection) == window {
-            let time = try connection.serverTime(window: window)
-            XSetSelectionOwner(connection.display, selection, 0, time)
-            connection.flush()
+        if try selectionOwner(selection) == window {
+            setOwner(selection, to: 0, time: try serverTime())
+            connection.flushRequests()
+            unflushed = false
         }
     }
 
@@ -213,56 +357,73 @@ final class OwnerCore {
 
     // MARK: Answering requests
 
-    private func answer(_ request: XSelectionRequestEvent) {
+    private func answer(_ request: Request) {
         if shouldShed(request) {
-            shared.count { $0.shed += 1 }
+            counts.shed += 1
             return
         }
         // An obsolete requestor names no property: ICCCM says use the target atom.
         let property = request.property == 0 ? request.target : request.property
         var answered = false
         if request.owner == window, let selection = held[request.selection], isWithinOwnership(request.time, selection.since) {
-            remember(request.requestor)
             if request.target == multipleAtom {
                 answered = request.property != 0 && answerMultiple(requestor: request.requestor, property: property, selection)
             } else {
                 answered = convert(request.target, into: property, of: request.requestor, selection)
             }
         }
-        shared.count { answered ? ($0.answered += 1) : ($0.refused += 1) }
-        var reply = XEvent()
-        reply.xselection = XSelectionEvent(type: SelectionNotify, serial: 0, send_event: 1, display: connection.display,
-                                           requestor: request.requestor, selection: request.selection, target: request.target,
-                                           property: answered ? property : 0, time: request.time)
-        XSendEvent(connection.display, request.requestor, 0, 0, &reply)
+        if answered { counts.answered += 1 } else { counts.refused += 1 }
+        var reply = xcb_selection_notify_event_t()
+        reply.response_type = UInt8(SelectionNotify)
+        reply.time = xcb_timestamp_t(truncatingIfNeeded: request.time)
+        reply.requestor = xcb_window_t(truncatingIfNeeded: request.requestor)
+        reply.selection = xcb_atom_t(truncatingIfNeeded: request.selection)
+        reply.target = xcb_atom_t(truncatingIfNeeded: request.target)
+        reply.property = answered ? xcb_atom_t(truncatingIfNeeded: property) : 0
+        // SendEvent carries 32 bytes; the notify struct is exactly that.
+        let destination = reply.requestor
+        let sent = withUnsafeBytes(of: &reply) { bytes in
+            xcb_send_event(connection.xcb, 0, destination, 0, bytes.baseAddress!.assumingMemoryBound(to: CChar.self))
+        }
+        remember(sent.sequence, request.requestor)
+        unflushed = true
     }
 
     /// Whether to drop `request` unanswered: only while the owner is behind, and
     /// only for a client that has used up its allowance.
     ///
     /// Answering costs the server more than asking, so a client that asks
-    /// without pause outruns any owner; while the owner answers, libX11 keeps
-    /// reading the requests into memory, a queue that grew past a million
-    /// events (hundreds of megabytes) under one flooding client. Dropping that
-    /// client's excess costs nearly nothing, so the owner catches up. Every
-    /// other client keeps its own allowance and is answered as before, and a
-    /// client asking one request at a time never makes the owner fall behind.
-    /// A dropped requestor waits for an answer that does not come, as it would
-    /// for any owner that is gone; ICCCM requestors bound that wait themselves.
-    private func shouldShed(_ request: XSelectionRequestEvent) -> Bool {
+    /// without pause outruns any owner. Dropping that client's excess costs
+    /// nearly nothing, so the owner catches up. Every other client keeps its
+    /// own allowance and is answered as before, and a client asking one request
+    /// at a time never makes the owner fall behind. A dropped requestor waits
+    /// for an answer that does not come, as it would for any owner that is
+    /// gone; ICCCM requestors bound that wait themselves.
+    private func shouldShed(_ request: Request) -> Bool {
         let client = connection.client(of: request.requestor).rawValue
-        let now = ContinuousClock.now
-        var allowance = allowances[client] ?? Allowance(tokens: Self.requestBurst, refilled: now)
-        let (seconds, attoseconds) = (now - allowance.refilled).components
-        let elapsed = Double(seconds) + Double(attoseconds) / 1e18
-        allowance.tokens = max(min(Self.requestBurst, allowance.tokens + elapsed * Self.requestsPerSecond) - 1, -Self.requestBurst)
-        allowance.refilled = now
-        allowances[client] = allowance
+        // The time of the batch: a clock read per request would slow the
+        // shedding that has to outrun a flood.
+        let now = turnStarted
+        // A flood comes from one client: keep its allowance at hand rather
+        // than hash for it per request.
+        if lastClient?.client != client {
+            if let last = lastClient { allowances[last.client] = last.allowance }
+            lastClient = (client, allowances[client] ?? Allowance(tokens: Self.requestBurst, refilled: now))
+        }
+        var allowance = lastClient!.allowance
+        if allowance.refilled != now {
+            let (seconds, attoseconds) = (now - allowance.refilled).components
+            let elapsed = Double(seconds) + Double(attoseconds) / 1e18
+            allowance.tokens = min(Self.requestBurst, allowance.tokens + elapsed * Self.requestsPerSecond)
+            allowance.refilled = now
+        }
+        allowance.tokens = max(allowance.tokens - 1, -Self.requestBurst)
+        lastClient!.allowance = allowance
         if allowances.count > 1024 {
             // Clients come and go; forget those whose allowance is back in full.
             allowances = allowances.filter { now - $0.value.refilled < .seconds(1) }
         }
-        return allowance.tokens < 0 && connection.queued() > Self.backlogLimit
+        return allowance.tokens < 0 && sinceDry + stash.count > Self.backlogLimit
     }
 
     private func isWithinOwnership(_ time: UInt, _ since: UInt) -> Bool {
@@ -275,10 +436,10 @@ final class OwnerCore {
         switch target {
         case targetsAtom:
             let atoms = [targetsAtom, timestampAtom, multipleAtom] + selection.payloads.keys.sorted()
-            change(requestor, property, type: UInt(XA_ATOM), format: 32, atoms)
+            change(requestor, property, type: UInt(XA_ATOM), format: 32, atoms.map { UInt32(truncatingIfNeeded: $0) })
             return true
         case timestampAtom:
-            change(requestor, property, type: UInt(XA_INTEGER), format: 32, [selection.since])
+            change(requestor, property, type: UInt(XA_INTEGER), format: 32, [UInt32(truncatingIfNeeded: selection.since)])
             return true
         default:
             guard let payload = selection.payloads[target] else { return false }
@@ -291,20 +452,17 @@ final class OwnerCore {
     }
 
     private func answerMultiple(requestor: UInt, property: UInt, _ selection: Held) -> Bool {
-        var type: UInt = 0
-        var format: Int32 = 0
-        var count: UInt = 0
-        var after: UInt = 0
-        var data: UnsafeMutablePointer<UInt8>?
-        let status = XGetWindowProperty(connection.display, requestor, property, 0, 4096, 0, 0,
-                                        &type, &format, &count, &after, &data)
-        defer { if let data { XFree(data) } }
-        guard status == Success, format == 32, let data, count % 2 == 0, count > 0 else { return false }
-        // Format-32 data arrives as C longs, whatever the wire size.
-        var pairs = Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt.self), count: Int(count)))
+        let cookie = xcb_get_property(connection.xcb, 0, xcb_window_t(truncatingIfNeeded: requestor), xcb_atom_t(truncatingIfNeeded: property),
+                                      0, 0, 4096)
+        guard let raw = try? reply(to: cookie.sequence, what: "reading a MULTIPLE request") else { return false }
+        defer { free(raw) }
+        let reply = raw.assumingMemoryBound(to: xcb_get_property_reply_t.self)
+        let count = Int(reply.pointee.value_len)
+        guard reply.pointee.format == 32, count % 2 == 0, count > 0, let value = xcb_get_property_value(reply) else { return false }
+        var pairs = Array(UnsafeBufferPointer(start: value.assumingMemoryBound(to: UInt32.self), count: count))
         var changed = false
         for index in stride(from: 0, to: pairs.count, by: 2) {
-            let (target, into) = (pairs[index], pairs[index + 1])
+            let (target, into) = (UInt(pairs[index]), UInt(pairs[index + 1]))
             let ok = into != 0 && target != multipleAtom && convert(target, into: into, of: requestor, selection)
             if !ok {
                 pairs[index + 1] = 0
@@ -320,12 +478,12 @@ final class OwnerCore {
     private func write(_ payload: Prepared, bytes: ArraySlice<UInt8>, to requestor: UInt, property: UInt) {
         switch payload.format {
         case 32:
-            // libX11 wants C longs for format 32 (4 bytes each on the wire).
-            var items: [UInt] = []
+            // The bytes are little-endian items; the wire wants them in our byte order.
+            var items: [UInt32] = []
             items.reserveCapacity(bytes.count / 4)
             var index = bytes.startIndex
             while index + 3 < bytes.endIndex {
-                let b0 = UInt(bytes[index]), b1 = UInt(bytes[index + 1]), b2 = UInt(bytes[index + 2]), b3 = UInt(bytes[index + 3])
+                let b0 = UInt32(bytes[index]), b1 = UInt32(bytes[index + 1]), b2 = UInt32(bytes[index + 2]), b3 = UInt32(bytes[index + 3])
                 items.append(b0 | b1 << 8 | b2 << 16 | b3 << 24)
                 index += 4
             }
@@ -340,17 +498,33 @@ final class OwnerCore {
             }
             change(requestor, property, type: payload.type, format: 16, items)
         default:
-            change(requestor, property, type: payload.type, format: 8, Array(bytes))
+            bytes.withUnsafeBytes { raw in
+                changeRaw(requestor, property, type: payload.type, format: 8, count: raw.count, raw.baseAddress)
+            }
         }
     }
 
-    /// XChangeProperty with `items` of the C type libX11 expects for `format`.
-    private func change<Item>(_ window: UInt, _ property: UInt, type: UInt, format: Int32, _ items: [Item]) {
-        let display = connection.display
+    /// ChangeProperty with `items` of the width `format` names (32-bit items for format 32, as on the wire).
+    private func change<Item: FixedWidthInteger>(_ window: UInt, _ property: UInt, type: UInt, format: Int, _ items: [Item]) {
         items.withUnsafeBytes { raw in
-            _ = XChangeProperty(display, window, property, type, format, PropModeReplace,
-                                raw.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(items.count))
+            changeRaw(window, property, type: type, format: format, count: items.count, raw.baseAddress)
         }
+    }
+
+    private func changeRaw(_ window: UInt, _ property: UInt, type: UInt, format: Int, count: Int, _ data: UnsafeRawPointer?) {
+        let cookie = xcb_change_property(connection.xcb, UInt8(PropModeReplace), xcb_window_t(truncatingIfNeeded: window),
+                                         xcb_atom_t(truncatingIfNeeded: property), xcb_atom_t(truncatingIfNeeded: type),
+                                         UInt8(format), UInt32(count), data)
+        remember(cookie.sequence, window)
+        unflushed = true
+    }
+
+    /// Selects property changes on a requestor's window, or stops.
+    private func watchProperties(of requestor: UInt, _ watch: Bool) {
+        var mask = UInt32(watch ? PropertyChangeMask : NoEventMask)
+        let cookie = xcb_change_window_attributes(connection.xcb, xcb_window_t(truncatingIfNeeded: requestor), UInt32(CWEventMask), &mask)
+        remember(cookie.sequence, requestor)
+        unflushed = true
     }
 
     // MARK: INCR
@@ -359,8 +533,8 @@ final class OwnerCore {
         let key = TransferKey(requestor: requestor, property: property)
         guard transfers[key] != nil || transfers.count < options.maxTransfers else { return false }
         // We learn that the requestor took a chunk from its PropertyNotify(Delete).
-        XSelectInput(connection.display, requestor, PropertyChangeMask)
-        change(requestor, property, type: incrAtom, format: 32, [UInt(payload.bytes.count)])
+        watchProperties(of: requestor, true)
+        change(requestor, property, type: incrAtom, format: 32, [UInt32(truncatingIfNeeded: payload.bytes.count)])
         transfers[key] = Transfer(data: payload, deadline: .now + options.transferTimeout)
         shared.count { $0.incrStarted += 1 }
         return true
@@ -368,7 +542,6 @@ final class OwnerCore {
 
     private func continueTransfer(_ key: TransferKey) {
         guard var transfer = transfers[key] else { return }
-        remember(key.requestor)
         let bytes = transfer.data.bytes
         let end = min(transfer.offset + chunkSize, bytes.count)
         write(transfer.data, bytes: bytes[transfer.offset..<end], to: key.requestor, property: key.property)
@@ -386,7 +559,7 @@ final class OwnerCore {
     private func finish(_ key: TransferKey) {
         transfers.removeValue(forKey: key)
         if !transfers.keys.contains(where: { $0.requestor == key.requestor }) {
-            XSelectInput(connection.display, key.requestor, NoEventMask)
+            watchProperties(of: key.requestor, false)
         }
     }
 
@@ -404,26 +577,50 @@ final class OwnerCore {
 
     // MARK: Errors caused by peers
 
-    private func remember(_ requestor: UInt) {
-        recentRequests.append((connection.nextRequestSerial, requestor))
-        if recentRequests.count > 512 { recentRequests.removeFirst(256) }
+    /// Notes which requestor a request of ours wrote to, by its sequence number.
+    private func remember(_ sequence: UInt32, _ requestor: UInt) {
+        recentRequests.append((UInt(sequence), requestor))
+        if recentRequests.count > 1024 { recentRequests.removeFirst(512) }
     }
 
     /// Attributes each protocol error to the requestor we were writing to when
     /// it happened and drops that requestor's transfers: a window that died
     /// mid-transfer must not keep us sending chunks into the void.
     private func blamePeerErrors() {
-        let errors = connection.takeErrors()
-        guard !errors.isEmpty else { return }
+        guard !peerErrors.isEmpty else { return }
+        let errors = peerErrors
+        peerErrors.removeAll(keepingCapacity: true)
+        shared.count { $0.peerErrors += errors.count }
         for error in errors {
             let culprit = error.code == BadWindow ? error.resource
-                : recentRequests.last(where: { $0.serial <= error.serial })?.requestor
-            shared.count { $0.peerErrors += 1 }
+                : recentRequests.last(where: { $0.serial == error.serial })?.requestor
             guard let culprit else { continue }
             for key in transfers.keys where key.requestor == culprit {
                 transfers.removeValue(forKey: key)
                 shared.count { $0.incrDropped += 1 }
             }
         }
+    }
+}
+
+/// Events set aside in arrival order, taken from the front.
+private struct EventStash {
+    private var items: [OwnerCore.Incoming] = []
+    private var head = 0
+
+    var count: Int { items.count - head }
+    var isEmpty: Bool { head == items.count }
+
+    mutating func append(_ event: OwnerCore.Incoming) { items.append(event) }
+
+    mutating func popFirst() -> OwnerCore.Incoming? {
+        guard head < items.count else { return nil }
+        let event = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.count <= 1024)
+            head = 0
+        }
+        return event
     }
 }

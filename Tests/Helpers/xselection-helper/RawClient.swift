@@ -93,7 +93,7 @@ func runHostile(selection name: String, behavior: String, size: Int, announce: I
 /// SelectionReader never makes: a chosen timestamp, no property, MULTIPLE.
 ///
 /// Prints one line per answer: `ok TARGET TYPE FORMAT TEXT` or `refused TARGET`.
-func runRequest(selection name: String, targets: [String], time: UInt, noProperty: Bool) -> Never {
+func runRequest(selection name: String, targets: [String], time: UInt, noProperty: Bool, deadline seconds: Double = 5) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
         exit(1)
@@ -146,7 +146,7 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
     XConvertSelection(display, selection, target, noProperty ? 0 : resultProperty, window, time)
     XFlush(display)
     var event = XEvent()
-    let deadline = Date().addingTimeInterval(5)
+    let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if XCheckTypedWindowEvent(display, window, SelectionNotify, &event) != 0 {
             let notify = event.xselection

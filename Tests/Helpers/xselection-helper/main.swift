@@ -7,7 +7,8 @@
 //   xselection-helper steal --prefix P --start K --count N [--every-ms MS] --text S
 //   xselection-helper stall-many --prefix P --start K --count N
 //   xselection-helper flood --selection NAME [--target T] [--seconds S] [--window N]
-//   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property]
+//   xselection-helper flood --unread --selection NAME [--target T] [--seconds S] [--distinct-windows N]
+//   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property] [--deadline SECONDS]
 //   xselection-helper request --selection NAME --targets T --die-after-first-chunk
 //   xselection-helper host-error-handler --selection NAME
 //   xselection-helper open [--display D]
@@ -99,6 +100,9 @@ case "hostile":
     runHostile(selection: option("--selection") ?? "_XSELECTION_HOSTILE", behavior: option("--behavior") ?? "silent",
                size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024, announce: option("--announce").flatMap(Int.init),
                chunkSize: Int(option("--chunk") ?? "") ?? 4096, stallAfter: Int(option("--stall-after") ?? "") ?? 0)
+case "flood" where arguments.contains("--unread"):
+    runUnreadFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
+                   seconds: Double(option("--seconds") ?? "") ?? 3, windows: Int(option("--distinct-windows") ?? "") ?? 1)
 case "flood":
     runFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
              seconds: Double(option("--seconds") ?? "") ?? 3, window: Int(option("--window") ?? "") ?? 2000)
@@ -106,7 +110,8 @@ case "request" where arguments.contains("--die-after-first-chunk"):
     runDyingRequest(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--targets") ?? "UTF8_STRING")
 case "request":
     runRequest(selection: option("--selection") ?? "_XSELECTION_TEST", targets: (option("--targets") ?? "UTF8_STRING").split(separator: ",").map(String.init),
-               time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"))
+               time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"),
+               deadline: Double(option("--deadline") ?? "") ?? 5)
 case "host-error-handler":
     runHostWithErrorHandler(selection: option("--selection") ?? "_XSELECTION_HOST")
 case "open":

@@ -1,0 +1,61 @@
+import CX11
+import Foundation
+
+/// Reading events and replies through libxcb, a bounded amount at a time.
+///
+/// libX11 reads everything the server has sent whenever it looks for events
+/// (`XPending`) or waits for a reply (`_XReply`, which it also runs by itself
+/// every 65,000 requests or so to keep its sequence numbers straight). Behind
+/// a flood that is the whole backlog the server holds for us: hundreds of
+/// megabytes of queued events, never given back. libxcb reads at most one
+/// buffer (4 KiB) per call, so code that takes events from it one at a time
+/// holds only what it is working on, and the rest waits in the server.
+extension Connection {
+    /// Takes the next event or error, reading once from the socket if none is queued.
+    ///
+    /// The caller frees the result with `free`.
+    func pollEvent() -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        guard isAlive else { return nil }
+        return xcb_poll_for_event(xcb)
+    }
+
+    /// Takes the next event or error libxcb has already read, without reading.
+    func pollQueuedEvent() -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        guard isAlive else { return nil }
+        return xcb_poll_for_queued_event(xcb)
+    }
+
+    /// Waits for the reply to request `sequence`, handing every event that
+    /// arrives first to `event` as it comes, so nothing piles up while waiting.
+    ///
+    /// - Returns: The reply (free it with `free`), or nil when the server
+    ///   answered with an error.
+    /// - Throws: `timedOut` at `deadline`, `connectionLost` when the server is gone.
+    func reply(to sequence: UInt32, deadline: ContinuousClock.Instant, what: String,
+               event: (UnsafeMutablePointer<xcb_generic_event_t>) -> Void) throws(XSelectionError) -> UnsafeMutableRawPointer? {
+        xcb_flush(xcb)
+        while true {
+            try checkAlive()
+            var replyPointer: UnsafeMutableRawPointer?
+            var errorPointer: UnsafeMutablePointer<xcb_generic_error_t>?
+            // Reads at most once from the socket when the reply is not there yet.
+            if xcb_poll_for_reply(xcb, sequence, &replyPointer, &errorPointer) != 0 {
+                free(errorPointer)
+                return replyPointer
+            }
+            var any = false
+            while let next = xcb_poll_for_queued_event(xcb) {
+                event(next)
+                any = true
+            }
+            if any { continue }
+            guard ContinuousClock.now < deadline else { throw .timedOut(name, what) }
+            _ = waitReadable(until: deadline)
+        }
+    }
+
+    /// Sends what libxcb holds.
+    func flushRequests() {
+        if isAlive { xcb_flush(xcb) }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import OpenUDID
+
+/// A client that floods an app's slot with conversion requests and never reads
+/// what the server sends back, against a real `openudid serve` on an Xvfb of
+/// its own (the flood would slow every other test sharing a display).
+@Suite struct FloodTests {
+    /// The most the serving app may ever have resident, flood or not.
+    static let memoryBoundKiB = 64 * 1024
+    /// How long the flood runs; it stops itself.
+    static let floodSeconds = 15.0
+    /// Reads that start this long into the flood meet the backlog an owner
+    /// builds when it falls behind (over a gigabyte after four seconds, before
+    /// the owner read its events a buffer at a time).
+    static let readsFrom = 5.0
+    /// A generous bound on one read of the slot during the flood.
+    static let answerBound = 10.0
+
+    @Test(.disabled(if: underSanitizer, "a sanitizer's shadow memory swamps the memory bound"))
+    func anUnreadFloodLeavesTheServingAppSmallAndItsSlotAnswerable() throws {
+        let server = try PrivateXServer()
+        defer { server.stop() }
+        let session = try TestSession(display: server.display)
+        let participant = try session.serve("com.acme.notes", ["--mirror", "none"])
+        defer { participant.stop() }
+        let identifier = try #require(participant.current)
+        let pid = participant.child.pid
+
+        let flood = try startSelectionHelper(display: server.display,
+            ["flood", "--unread", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD",
+             "--seconds", String(Self.floodSeconds)])
+        defer { flood.signal(SIGKILL) }
+        let started = Date()
+
+        // Another client reads the slot over and over, until a read asked well
+        // into the flood, while it still ran, comes back with the record within
+        // `answerBound`. Before the owner read its events a buffer at a time,
+        // none did: the slot stayed silent for the whole flood and seven
+        // seconds after it.
+        var attempts: [String] = []
+        let answered = try eventually(timeout: Self.floodSeconds + Self.answerBound) {
+            let asked = Date().timeIntervalSince(started)
+            let during = flood.isRunning
+            let lines = try requestWithHelper(display: server.display, ["--selection", session.slotName(0), "--targets", "_OPENUDID_RECORD",
+                                                                        "--deadline", String(Self.answerBound)])
+            let ok = lines.contains { $0.hasPrefix("ok ") && $0.contains(identifier) }
+            attempts.append(String(format: "asked at %.1f s: %@ after %.1f s", asked, ok ? "answered" : lines.last ?? "nothing",
+                                   Date().timeIntervalSince(started) - asked))
+            return asked >= Self.readsFrom && during && ok
+        }
+        #expect(answered, "no read asked \(Self.readsFrom) s or more into the flood was answered within \(Self.answerBound) s: \(attempts)")
+
+        let summary = try #require(flood.nextLine(timeout: Self.floodSeconds + 10), "the flood printed no summary: \(flood.standardError)")
+        let sent = FloodSummary(summary).sent
+        #expect(sent > 1_000_000, "the flood sent too little to test anything: \(summary)")
+        #expect(participant.child.isRunning)
+        let peak = try #require(peakResidentKiB(pid))
+        #expect(peak < Self.memoryBoundKiB, "openudid serve peaked at \(peak) KiB under \(summary)")
+
+        // Once the flood is over the app serves as before.
+        #expect(try session.get("org.fresh.app", ["--mirror", "none"]) == identifier)
+    }
+}
+
+/// The peak resident set size of process `pid` so far (VmHWM), in KiB.
+func peakResidentKiB(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+    return Int(line.split(separator: " ").dropFirst().first ?? "")
+}
