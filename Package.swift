@@ -5,7 +5,7 @@ let package = Package(
     name: "OpenUDID",
     products: [
         .library(name: "XSelection", targets: ["XSelection"]),
-        .library(name: "OpenUDID", targets: ["OpenUDID"]),
+        .library(name: "OpenUDID", targets: ["OpenUDIDKit"]),
         .executable(name: "openudid", targets: ["openudid"]),
         .executable(name: "openudid-lab", targets: ["openudid-lab"]),
         .executable(name: "openudid-bench", targets: ["openudid-bench"]),
@@ -32,22 +32,22 @@ let package = Package(
         .target(name: "XSelection", dependencies: ["CX11"]),
 
         // The identifier: records, sources, resolution, API.
-        .target(name: "OpenUDID", dependencies: ["XSelection", "CLibSecret", "CGLib"]),
+        .target(name: "OpenUDIDKit", dependencies: ["XSelection", "CLibSecret", "CGLib"]),
 
         // The command-line tool.
-        .executableTarget(name: "openudid", dependencies: ["OpenUDID", "XSelection"]),
+        .executableTarget(name: "openudid", dependencies: ["OpenUDIDKit", "XSelection"]),
 
         // Reading child processes' output safely, for the lab and the tests.
         .target(name: "ProcessSupport"),
 
         // The experiment: real processes, every mechanism side by side.
-        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDID", "ProcessSupport"]),
+        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDIDKit", "ProcessSupport"]),
 
         // The benchmark: figures side by side with their baselines.
-        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDID", "XSelection", "ProcessSupport"]),
+        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "ProcessSupport"]),
 
         // Cooperating example desktop apps: two of one vendor, one of another.
-        .target(name: "ExampleKit", dependencies: ["OpenUDID", "XSelection"], path: "Examples/ExampleKit"),
+        .target(name: "ExampleKit", dependencies: ["OpenUDIDKit", "XSelection"], path: "Examples/ExampleKit"),
         .executableTarget(name: "acme-notes", dependencies: ["ExampleKit"], path: "Examples/AcmeNotes"),
         .executableTarget(name: "acme-photos", dependencies: ["ExampleKit"], path: "Examples/AcmePhotos"),
         .executableTarget(name: "indie-chess", dependencies: ["ExampleKit"], path: "Examples/IndieChess"),
@@ -65,7 +65,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenUDIDTests",
-            dependencies: ["OpenUDID", "TestSupport", "openudid", "xselection-helper"]
+            dependencies: ["OpenUDIDKit", "TestSupport", "openudid", "xselection-helper"]
         ),
     ],
     swiftLanguageModes: [.v6]

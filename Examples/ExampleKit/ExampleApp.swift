@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 import Synchronization
 import XSelection
 

@@ -1,4 +1,4 @@
-import OpenUDID
+import OpenUDIDKit
 
 /// The command line every example app accepts: the CLI's options that matter
 /// for a desktop app, parsed as simply as the three of them need.

@@ -1,4 +1,4 @@
-import OpenUDID
+import OpenUDIDKit
 import XSelection
 
 /// What an example app shows: its identity, the identifier, and the account
@@ -26,7 +26,7 @@ struct StatusPage {
             Line("  " + Self.grouped(report.identifier.hex), colour: report.identifier.isOptedOut ? Self.alarm : Self.foreground,
                  weight: .large),
             Line("This app's own value (derived, not linkable to other apps)", colour: accent, weight: .bold),
-            Line("  " + report.appScoped),
+            Line("  " + report.appScoped.uuidString.lowercased()),
             Line(),
             Line("Where it came from", colour: accent, weight: .bold),
         ]

@@ -1,5 +1,5 @@
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 import XSelection
 
 extension Bench {
@@ -69,13 +69,13 @@ extension Bench {
                              prefix: String) throws -> [Double] {
         var pass = 0
         var checkedSources = false
-        return try measure(warmup: warmup, reps: reps, { () throws -> (OpenUDID, String) in
+        return try measure(warmup: warmup, reps: reps, { () throws -> (OpenUDID, Identifier) in
             pass += 1
             // The handle is returned so that closing its connection is not timed: apps keep theirs.
             let udid = try OpenUDID(app: "\(prefix)\(pass)", configuration: configuration)
             return (udid, udid.value())
         }) { udid, value in
-            guard value == identifier.hex else {
+            guard value == identifier else {
                 throw BenchError("a cold value() gave \(value), not the session's \(identifier.hex): \(udid.resolve().sources)")
             }
             if !checkedSources {

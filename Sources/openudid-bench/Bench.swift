@@ -1,5 +1,5 @@
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 import XSelection
 
 /// How many warm-up passes and repetitions each figure gets.

@@ -1,6 +1,6 @@
 import Foundation
 import ProcessSupport
-import OpenUDID
+import OpenUDIDKit
 
 /// Where the benchmark's tools are: the package's executables beside this one,
 /// and the system's on PATH.

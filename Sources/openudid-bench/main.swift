@@ -1,7 +1,7 @@
 // openudid-bench: every performance figure of OpenUDID, side by side with its
 // baseline, in one run on a private X server. See docs/BENCHMARKS.md.
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 
 let usage = """
 usage: openudid-bench [--quick] [--json] [--write-json PATH] [--svg PATH] [--update-doc PATH] [--only LIST]

@@ -1,7 +1,7 @@
 // openudid: the command-line face of the OpenUDID library. It parses, calls
 // the library, and prints; every decision lives in the library.
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 import XSelection
 
 let usage = """
@@ -276,7 +276,7 @@ case "get":
     if arguments.has("json") {
         printJSON(report.jsonObject)
     } else {
-        printLine(arguments[option: "scope"] == "app" ? report.appScoped : report.identifier.hex)
+        printLine(arguments[option: "scope"] == "app" ? report.appScoped.uuidString.lowercased() : report.identifier.hex)
     }
     if let why = unsavedReason(report) { fail(why, status: Exit.unsaved) }
 
@@ -304,7 +304,7 @@ case "serve":
     // Detached: the main thread is about to block waiting for a signal.
     Task.detached {
         for await change in participation.changes {
-            printLine(appScoped ? change.report.appScoped : change.identifier.hex)
+            printLine(appScoped ? change.report.appScoped.uuidString.lowercased() : change.identifier.hex)
         }
     }
     done.wait()

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 @Suite struct AppIdentityTests {
     @Test(arguments: [

@@ -1,5 +1,5 @@
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 import Testing
 import TestSupport
 

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 private func bytes(_ text: String) -> Data { Data(text.utf8) }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// Faults of the things the library depends on: the X server, the file
 /// system, the Secret Service, and many processes at once. Through all of

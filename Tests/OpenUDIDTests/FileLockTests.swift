@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 extension Result {
     var value: Success? { if case .success(let value) = self { value } else { nil } }

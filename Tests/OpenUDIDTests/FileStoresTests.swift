@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import OpenUDID
+import OpenUDIDKit
 
 private let now = Date(timeIntervalSince1970: 1_704_067_200)
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// A client that floods an app's slot with conversion requests and never reads
 /// what the server sends back, against a real `openudid serve` on an Xvfb of

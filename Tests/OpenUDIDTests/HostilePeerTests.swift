@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// Hostile and broken selection owners, each a separate X client started by
 /// the test, against real `openudid` processes. Every X client of the session

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import OpenUDID
+import OpenUDIDKit
 
 @Suite struct IdentifierTests {
     @Test func randomIdentifiersAreDistinctLowercaseHexAndNeverOptedOut() {

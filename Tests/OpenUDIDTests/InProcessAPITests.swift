@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 import XSelection
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// The library API used from inside a host process, as an app would.
 @Suite struct InProcessAPITests {
@@ -14,14 +14,14 @@ import XSelection
         let session = try TestSession(display: nil)
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         let first = udid.value()
-        #expect(first.count == 40)
+        #expect(first.hex.count == 40)
         // Files removed under a running app are not seen without a refresh...
         try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
         #expect(udid.value() == first)
         // ...and with one, the app keeps the value it holds (absence of ballots
         // is not evidence of absence) and writes it back.
         let refreshed = udid.resolve(refresh: true)
-        #expect(refreshed.identifier.hex == first)
+        #expect(refreshed.identifier == first)
         #expect(refreshed.repairs.contains { $0.place == "file slot" && $0.outcome == .written })
         // Uninstalling ends the process too: the next process, with nothing left, generates anew.
         try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
@@ -37,11 +37,11 @@ import XSelection
         let first = await next(participation.changes)
         let slot = try #require(participation.slot)
         #expect(slot == 0)
-        #expect(first?.identifier.hex == notes.value())
+        #expect(first?.identifier == notes.value())
 
         // Another process sees it in slot 0.
         let chess = try session.report("org.indie.chess", ["--mirror", "none"])
-        #expect(chess["id"] as? String == notes.value())
+        #expect(chess["id"] as? String == notes.value().hex)
 
         // Opting out is seen live: the change stream reports the zero identifier.
         try notes.optOut()

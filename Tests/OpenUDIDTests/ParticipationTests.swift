@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// One private Xvfb shared by these suites; every test has its own HOME and namespace.
 enum SharedDisplay {

@@ -1,5 +1,5 @@
 import Testing
-import OpenUDID
+import OpenUDIDKit
 
 // Identifiers whose hex order is A < B < C < F.
 private let idA = hexID("a")

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// A fixed reader clock: 2024-01-01T00:00:00Z.
 let testNow = Date(timeIntervalSince1970: 1_704_067_200)

@@ -1,5 +1,5 @@
 import Testing
-import OpenUDID
+import OpenUDIDKit
 
 @Suite struct StoragePathsTests {
     @Test func usesXDGDirectoriesWhenSetAndAbsolute() throws {

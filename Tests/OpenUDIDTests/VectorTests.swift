@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// The protocol's shared test vectors in docs/vectors/, read from the files
 /// another implementation would read.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// The scenarios the vendor mirror exists for, with real `openudid` processes,
 /// a private session bus and a real gnome-keyring.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import OpenUDID
+@testable import OpenUDIDKit
 
 /// Attacks on the vote by clients that reach only the X display, each a
 /// separate process against real `openudid serve` participants: the honest

@@ -1,5 +1,5 @@
 import Testing
-import OpenUDID
+import OpenUDIDKit
 
 /// The vote's security properties (docs/SECURITY.md, "The vote"), checked over
 /// many generated ballot sets: random honest apps, file-backed or

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import OpenUDID
+import OpenUDIDKit
 
 /// The vote scenarios of docs/vectors/vote.json, the file another
 /// implementation runs too: each case's candidates, held value and policy go

@@ -1,6 +1,6 @@
 import Foundation
 import ProcessSupport
-import OpenUDID
+import OpenUDIDKit
 
 /// A private D-Bus session bus with a gnome-keyring Secret Service on it, whose
 /// login keyring is created and unlocked with a password given on standard input.

@@ -1,5 +1,5 @@
 import Foundation
-import OpenUDID
+import OpenUDIDKit
 
 /// The preferences an app of the lab's own columns keeps in its data directory:
 /// `<data>/<app-id>/<namespace>.uuid` and `<namespace>.opted-out`. Removing the

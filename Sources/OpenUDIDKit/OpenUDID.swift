@@ -5,8 +5,8 @@ import Synchronization
 ///
 /// ```swift
 /// let udid = try OpenUDID(app: "com.acme.notes")
-/// let id = try udid.value()                  // 40 lowercase hex digits
-/// let participation = try udid.participate() // serve a slot, follow changes
+/// let id = udid.value()                      // an Identifier: 40 lowercase hex digits
+/// let participation = udid.participate()     // serve a slot, follow changes
 /// for await change in participation.changes { print(change.identifier) }
 /// ```
 ///
@@ -16,15 +16,6 @@ import Synchronization
 /// The first resolution is cached; later calls are free unless they ask for a
 /// refresh. Safe to use from any thread.
 public final class OpenUDID: Sendable {
-    /// Which identifier to return.
-    public enum Scope: Sendable, Hashable {
-        /// The identifier shared by every participating app (40 hex digits).
-        case shared
-        /// A value derived for this app alone from the shared one (a UUID), which
-        /// cannot be correlated with another app's.
-        case app
-    }
-
     /// The app this handle speaks for.
     public let app: AppIdentity
     /// How this handle finds and keeps the identifier.
@@ -51,18 +42,26 @@ public final class OpenUDID: Sendable {
         self.engine = try Engine(app: self.app, configuration: configuration)
     }
 
-    /// The identifier, resolved on first use and cached afterwards.
+    /// The identifier shared by every participating app, resolved on first use
+    /// and cached afterwards.
     ///
-    /// - Parameters:
-    ///   - scope: `.shared` for the cross-app identifier, `.app` for one derived for this app alone.
-    ///   - refresh: Resolve again instead of returning the cached value.
-    /// - Returns: 40 lowercase hex digits (all zero when opted out), or for `.app` a lowercase UUID.
-    public func value(scope: Scope = .shared, refresh: Bool = false) -> String {
-        let report = resolve(refresh: refresh)
-        switch scope {
-        case .shared: return report.identifier.hex
-        case .app: return report.appScoped
-        }
+    /// - Parameter refresh: Resolve again instead of returning the cached value.
+    /// - Returns: The shared identifier (`Identifier.optedOut` when opted out);
+    ///   its `hex` is 40 lowercase hex digits.
+    public func value(refresh: Bool = false) -> Identifier {
+        resolve(refresh: refresh).identifier
+    }
+
+    /// A value derived for this app alone from the shared identifier, which
+    /// cannot be correlated with another app's (docs/PROTOCOL.md §11).
+    ///
+    /// Use it wherever an identifier is shown or sent: the shared one is
+    /// readable by every app of the session.
+    ///
+    /// - Parameter refresh: Resolve again instead of using the cached resolution.
+    /// - Returns: A version-4 UUID; the nil UUID when opted out.
+    public func appScopedValue(refresh: Bool = false) -> UUID {
+        resolve(refresh: refresh).appScoped
     }
 
     /// Resolves (or returns the cached resolution) with its full provenance.

@@ -132,9 +132,9 @@ public struct Report: Sendable {
 
     /// The identifier derived for this app alone (see `AppScopedIdentifier`);
     /// all zero when opted out.
-    public var appScoped: String {
-        if identifier.isOptedOut { return "00000000-0000-0000-0000-000000000000" }
-        return AppScopedIdentifier(shared: identifier.bytes, appID: app.id).uuidString
+    public var appScoped: UUID {
+        if identifier.isOptedOut { return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+        return AppScopedIdentifier(shared: identifier.bytes, appID: app.id).uuid
     }
 
     /// Whether another app's value won over this app's own cached one.

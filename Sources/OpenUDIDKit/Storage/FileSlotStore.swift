@@ -6,25 +6,25 @@ import Glibc
 /// An app's selection disappears when the app exits; its file slot stays, so
 /// the identifier outlives the last running app for as long as the files
 /// do. Each app writes only `<app-id>.json`; every app reads them all.
-public struct FileSlotStore: Sendable, Hashable {
+package struct FileSlotStore: Sendable, Hashable {
     /// How many file slots `list(limit:)` returns by default.
-    public static let defaultLimit = 1000
+    package static let defaultLimit = 1000
     /// How many directory entries a listing looks at, at most, so that a
     /// directory stuffed with millions of names cannot stall an app.
-    public static let scanLimit = 20_000
+    package static let scanLimit = 20_000
 
     /// The directory holding the slot files.
-    public let directory: String
+    package let directory: String
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks `directory` alone.
-    public let root: String?
+    package let root: String?
 
     /// A store in `directory`.
     ///
     /// - Parameters:
     ///   - directory: An absolute path; created on first write.
     ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
-    public init(directory: String, root: String? = nil) {
+    package init(directory: String, root: String? = nil) {
         self.directory = directory
         self.root = root
     }
@@ -32,7 +32,7 @@ public struct FileSlotStore: Sendable, Hashable {
     /// The store at `paths.slotsDirectory`.
     ///
     /// - Parameter paths: The storage locations to use.
-    public init(paths: StoragePaths) {
+    package init(paths: StoragePaths) {
         self.init(directory: paths.slotsDirectory, root: paths.dataHome)
     }
 
@@ -42,7 +42,7 @@ public struct FileSlotStore: Sendable, Hashable {
     /// - Returns: `<directory>/<app>.json`.
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when `app` is not a
     ///   valid app id, so no name can reach outside the directory.
-    public func path(for app: String) throws(StoreUnavailable) -> String {
+    package func path(for app: String) throws(StoreUnavailable) -> String {
         do {
             try AppIdentity.validate(app, as: .app)
         } catch {
@@ -55,7 +55,7 @@ public struct FileSlotStore: Sendable, Hashable {
     ///
     /// - Parameter app: An application id.
     /// - Returns: The bytes, `.absent`, or why the file could not be read.
-    public func read(app: String) -> StoreRead {
+    package func read(app: String) -> StoreRead {
         do {
             return AtomicFile.read(try path(for: app), below: root)
         } catch {
@@ -69,7 +69,7 @@ public struct FileSlotStore: Sendable, Hashable {
     ///   - bytes: A serialized record.
     ///   - app: The application id the slot belongs to.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
-    public func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
+    package func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
         try AtomicFile.write(bytes, to: try path(for: app), below: root)
     }
 
@@ -77,7 +77,7 @@ public struct FileSlotStore: Sendable, Hashable {
     ///
     /// - Parameter app: The application id the slot belongs to.
     /// - Throws: `StoreUnavailable` when it cannot be removed.
-    public func remove(app: String) throws(StoreUnavailable) {
+    package func remove(app: String) throws(StoreUnavailable) {
         try AtomicFile.remove(try path(for: app), below: root)
     }
 
@@ -88,31 +88,31 @@ public struct FileSlotStore: Sendable, Hashable {
     ///   - now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
-    public func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+    package func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
         try AtomicFile.quarantine(try path(for: app), now: now, below: root)
     }
 
     /// One file slot found by `list(limit:)`.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// The application id the file is named for.
-        public let app: String
+        package let app: String
         /// What reading the file gave.
-        public let content: StoreRead
+        package let content: StoreRead
     }
 
     /// What `list(limit:including:)` found, and what it passed over.
-    public struct Listing: Sendable, Equatable {
+    package struct Listing: Sendable, Equatable {
         /// The slot files read, in byte order of their app ids.
-        public let entries: [Entry]
+        package let entries: [Entry]
         /// `*.json` names that are not a valid app id, in byte order (at most 100 are kept).
-        public let invalidNames: [String]
+        package let invalidNames: [String]
         /// How many validly named slot files were not read because the limit of valid records was reached.
-        public let omitted: Int
+        package let omitted: Int
         /// Whether the directory had more than `FileSlotStore.scanLimit` entries, so some were never looked at.
-        public let scanStopped: Bool
+        package let scanStopped: Bool
 
         /// One line on what was passed over, or `nil` when nothing was.
-        public var report: String? {
+        package var report: String? {
             var parts: [String] = []
             if !invalidNames.isEmpty {
                 parts.append("ignored \(invalidNames.count == 100 ? "100 or more" : String(invalidNames.count)) "
@@ -145,7 +145,7 @@ public struct FileSlotStore: Sendable, Hashable {
     /// - Returns: The slots found; an empty listing when the directory does not exist.
     /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed,
     ///   or it or a directory above it (below `root`) is a symbolic link.
-    public func list(limit: Int = defaultLimit, including app: String? = nil) throws(StoreUnavailable) -> Listing {
+    package func list(limit: Int = defaultLimit, including app: String? = nil) throws(StoreUnavailable) -> Listing {
         switch AtomicFile.checkDirectories(directory, for: directory, below: root) {
         case .failure(let problem): throw problem
         case .success(false): return .empty

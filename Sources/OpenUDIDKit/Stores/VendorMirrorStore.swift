@@ -4,9 +4,9 @@ import Foundation
 ///
 /// Every case means *unknown*, never *absent*: a caller that sees one of these
 /// must not write a fresh identifier over whatever the store may still hold.
-public struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
+package struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
     /// The kind of failure, for callers that react differently to each.
-    public enum Kind: String, Sendable, Equatable, Codable {
+    package enum Kind: String, Sendable, Equatable, Codable {
         /// The collection or item is locked (for example a keyring not yet unlocked).
         case locked
         /// No service answers (no session bus, or no Secret Service on it).
@@ -22,21 +22,21 @@ public struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConverti
     }
 
     /// The kind of failure.
-    public var kind: Kind
+    package var kind: Kind
     /// One sentence that names the store and the thing that failed, and the remedy where there is one.
-    public var message: String
+    package var message: String
 
     /// Creates a description of a failure.
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// What a read of a store found.
-public enum StoreRead: Sendable, Equatable {
+package enum StoreRead: Sendable, Equatable {
     /// The store holds these bytes (a serialized slot record, not yet validated).
     case found(Data)
     /// The store answered and holds nothing for this key.
@@ -51,7 +51,7 @@ public enum StoreRead: Sendable, Equatable {
 /// serialized record's bytes; validating them is the caller's job. Scoping by
 /// vendor is enforced by this API, not by the operating system: any process of
 /// the same user can read every vendor's item (see docs/SECURITY.md).
-public protocol VendorMirrorStore: Sendable {
+package protocol VendorMirrorStore: Sendable {
     /// A short name for reports: `"secret-service"` or `"file"`.
     var name: String { get }
 

@@ -47,7 +47,6 @@ final class Engine: @unchecked Sendable {
         switch choice {
         case .none: return nil
         case .file: return FileVendorMirror(paths: paths)
-        case .custom(let store): return store
         case .secretService: return SecretServiceMirror(busAddress: busAddress(environment), namespace: paths.namespace)
         case .automatic:
             // A locked or hung keyring still counts: it may hold the mirror, it just

@@ -28,27 +28,27 @@ import Foundation
 /// A service that is locked, missing, silent or failing gives
 /// ``StoreRead/unavailable(_:)``, never ``StoreRead/absent``; `absent` means the
 /// service answered, the default collection is unlocked, and no item matches.
-public struct SecretServiceMirror: VendorMirrorStore {
+package struct SecretServiceMirror: VendorMirrorStore {
     /// The schema name, stored in each item's `xdg:schema` attribute.
-    public static let schemaName = "org.openudid.VendorMirror"
+    package static let schemaName = "org.openudid.VendorMirror"
 
     /// The attribute that holds the vendor.
-    public static let vendorAttribute = "vendor"
+    package static let vendorAttribute = "vendor"
 
     /// The attribute that holds the namespace, `""` outside one.
-    public static let namespaceAttribute = "namespace"
+    package static let namespaceAttribute = "namespace"
 
     /// The D-Bus address of the bus to use, or nil for the user's session bus.
-    public var busAddress: String?
+    package var busAddress: String?
 
     /// The namespace whose items this mirror reads and writes, or `nil` for real use.
-    public var namespace: String?
+    package var namespace: String?
 
     /// The longest one call may take before it gives up with ``StoreUnavailable/Kind/serviceError``.
-    public var deadline: Duration
+    package var deadline: Duration
 
     /// `"secret-service"`.
-    public var name: String { "secret-service" }
+    package var name: String { "secret-service" }
 
     /// Creates a mirror on a bus.
     ///
@@ -58,14 +58,14 @@ public struct SecretServiceMirror: VendorMirrorStore {
     ///     never launched.
     ///   - namespace: The namespace that keeps an experiment's items apart (see `StoragePaths`); `nil` for real use.
     ///   - deadline: The longest one call may take, connection included.
-    public init(busAddress: String? = nil, namespace: String? = nil, deadline: Duration = .seconds(2)) {
+    package init(busAddress: String? = nil, namespace: String? = nil, deadline: Duration = .seconds(2)) {
         self.busAddress = busAddress
         self.namespace = namespace
         self.deadline = deadline
     }
 
     /// The label of a vendor's item, as keyring managers such as Passwords and Keys show it.
-    public static func label(vendor: String) -> String {
+    package static func label(vendor: String) -> String {
         "OpenUDID identifier for \(vendor)"
     }
 
@@ -73,7 +73,7 @@ public struct SecretServiceMirror: VendorMirrorStore {
     ///
     /// An unlocked matching item gives `.found`. A locked one, a locked or missing
     /// default collection, or a service that does not answer gives `.unavailable`.
-    public func read(vendor: String) -> StoreRead {
+    package func read(vendor: String) -> StoreRead {
         let outcome = perform("reading the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) -> StoreRead in
             var items = try call.items()
             if items.isEmpty, namespace == nil { items = try call.unnamespacedItems() }
@@ -96,7 +96,7 @@ public struct SecretServiceMirror: VendorMirrorStore {
     ///
     /// - Throws: `StoreUnavailable` (`.locked` when the default collection is locked,
     ///   `.serviceError` when there is none); the old item is then left as it was.
-    public func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
+    package func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
         try perform("writing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
             // Storing to the alias "default" would make libsecret create a collection
             // (an interactive prompt) when there is none; the resolved path never does.
@@ -118,7 +118,7 @@ public struct SecretServiceMirror: VendorMirrorStore {
     /// call throws, since a locked item cannot be deleted and may be invisible.
     ///
     /// - Throws: `StoreUnavailable` when the service cannot confirm the item is gone.
-    public func remove(vendor: String) throws(StoreUnavailable) {
+    package func remove(vendor: String) throws(StoreUnavailable) {
         try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
             let items = try call.items()
             let old = namespace == nil ? try call.unnamespacedItems() : []
@@ -137,7 +137,7 @@ public struct SecretServiceMirror: VendorMirrorStore {
 
 extension SecretServiceMirror {
     /// What a probe of the bus found.
-    public enum Availability: Sendable, Equatable {
+    package enum Availability: Sendable, Equatable {
         /// A Secret Service answered and its default collection is unlocked.
         case ready
         /// A Secret Service answered; its default collection is locked until the user unlocks it.
@@ -152,7 +152,7 @@ extension SecretServiceMirror {
 
         /// Whether this store is worth choosing: the service answered and has a
         /// default collection, unlocked now or once the user unlocks it.
-        public var canHoldMirror: Bool {
+        package var canHoldMirror: Bool {
             switch self {
             case .ready, .locked: true
             case .unusable, .unreachable, .unresponsive: false
@@ -169,7 +169,7 @@ extension SecretServiceMirror {
     /// - Parameters:
     ///   - busAddress: As in ``init(busAddress:deadline:)``.
     ///   - deadline: The longest the probe may take.
-    public static func probe(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Availability {
+    package static func probe(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Availability {
         let mirror = SecretServiceMirror(busAddress: busAddress, namespace: nil, deadline: deadline)
         let outcome = mirror.perform("probing the Secret Service", vendor: nil) { call throws(StoreUnavailable) in
             _ = try call.usableDefaultCollection()
@@ -192,7 +192,7 @@ extension SecretServiceMirror {
     /// collection (locked or not), without prompting the user.
     ///
     /// Used to choose a store automatically; ``probe(busAddress:deadline:)`` tells why not.
-    public static func isAvailable(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Bool {
+    package static func isAvailable(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Bool {
         probe(busAddress: busAddress, deadline: deadline).canHoldMirror
     }
 }
@@ -202,7 +202,7 @@ extension SecretServiceMirror {
 extension SecretServiceMirror {
     /// Whether `vendor` may name an item: 1 to 255 characters from `A-Z a-z 0-9 . _ -`,
     /// not starting with `.`.
-    public static func isValidVendor(_ vendor: String) -> Bool {
+    package static func isValidVendor(_ vendor: String) -> Bool {
         let bytes = Array(vendor.utf8)
         guard !bytes.isEmpty, bytes.count <= 255, bytes[0] != UInt8(ascii: ".") else { return false }
         return bytes.allSatisfy { byte in

@@ -6,7 +6,7 @@ extension Report {
     public var jsonObject: [String: Any] {
         var object: [String: Any] = [
             "id": identifier.hex,
-            "appScoped": appScoped,
+            "appScoped": appScoped.uuidString.lowercased(),
             "app": app.id,
             "vendor": app.vendor,
             "optedOut": optOut?.rawValue ?? NSNull(),

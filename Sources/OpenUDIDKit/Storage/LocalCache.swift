@@ -8,14 +8,14 @@ import Foundation
 /// opted-out record, so an app that opted out keeps no copy of the
 /// identifier; opting back in removes the file, and the next resolution
 /// fetches the consensus again.
-public struct LocalCache: Sendable, Hashable {
+package struct LocalCache: Sendable, Hashable {
     /// The app whose cache this is.
-    public let app: AppIdentity
+    package let app: AppIdentity
     /// The cache file.
-    public let path: String
+    package let path: String
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks the cache's own directory alone.
-    public let root: String?
+    package let root: String?
 
     /// The cache of `app` at `path`.
     ///
@@ -23,7 +23,7 @@ public struct LocalCache: Sendable, Hashable {
     ///   - app: The app whose cache it is.
     ///   - path: The cache file, created on first write.
     ///   - root: The directory below which no link is followed; by default the file's own directory must not be a link.
-    public init(app: AppIdentity, path: String, root: String? = nil) {
+    package init(app: AppIdentity, path: String, root: String? = nil) {
         self.app = app
         self.path = path
         self.root = root
@@ -34,12 +34,12 @@ public struct LocalCache: Sendable, Hashable {
     /// - Parameters:
     ///   - app: The app whose cache it is.
     ///   - paths: The storage locations to use.
-    public init(app: AppIdentity, paths: StoragePaths) {
+    package init(app: AppIdentity, paths: StoragePaths) {
         self.init(app: app, path: paths.localCacheFile(for: app), root: paths.dataHome)
     }
 
     /// What the cache holds.
-    public enum Content: Sendable, Equatable {
+    package enum Content: Sendable, Equatable {
         /// No cache file: the app has not resolved an identifier yet (or was reset).
         case absent
         /// The app's identifier.
@@ -58,7 +58,7 @@ public struct LocalCache: Sendable, Hashable {
     ///
     /// - Parameter now: The reader's clock, for `SlotRecord.parse(_:now:)`.
     /// - Returns: What the cache holds.
-    public func read(now: Date = Date()) -> Content {
+    package func read(now: Date = Date()) -> Content {
         switch AtomicFile.read(path, below: root) {
         case .absent:
             return .absent
@@ -86,7 +86,7 @@ public struct LocalCache: Sendable, Hashable {
     ///   - born: When `identifier` was first generated, in milliseconds since the epoch.
     ///   - date: The time to record as `written`.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
-    public func write(_ identifier: Identifier, born: Int64, at date: Date = Date()) throws(StoreUnavailable) {
+    package func write(_ identifier: Identifier, born: Int64, at date: Date = Date()) throws(StoreUnavailable) {
         let record = SlotRecord(id: identifier, app: app, born: born, written: Milliseconds.since1970(date))
         try AtomicFile.write(record.encoded(), to: path, below: root)
     }
@@ -95,7 +95,7 @@ public struct LocalCache: Sendable, Hashable {
     ///
     /// - Parameter date: When the app opted out.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
-    public func optOut(at date: Date = Date()) throws(StoreUnavailable) {
+    package func optOut(at date: Date = Date()) throws(StoreUnavailable) {
         let milliseconds = Milliseconds.since1970(date)
         let record = SlotRecord(id: .optedOut, app: app, born: milliseconds, written: milliseconds)
         try AtomicFile.write(record.encoded(), to: path, below: root)
@@ -104,7 +104,7 @@ public struct LocalCache: Sendable, Hashable {
     /// Deletes the cache file: the app's value and any opt-out; a missing file is fine.
     ///
     /// - Throws: `StoreUnavailable` when it cannot be removed.
-    public func remove() throws(StoreUnavailable) {
+    package func remove() throws(StoreUnavailable) {
         try AtomicFile.remove(path, below: root)
     }
 
@@ -113,7 +113,7 @@ public struct LocalCache: Sendable, Hashable {
     /// - Parameter now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
-    public func quarantine(now: Date = Date()) throws(StoreUnavailable) -> String? {
+    package func quarantine(now: Date = Date()) throws(StoreUnavailable) -> String? {
         try AtomicFile.quarantine(path, now: now, below: root)
     }
 }

@@ -3,26 +3,26 @@ import XSelection
 
 /// Every occupied place where participants keep the identifier: the live
 /// selection slots and the file slots. What `openudid slots` prints.
-public struct Survey: Sendable {
+package struct Survey: Sendable {
     /// One occupied slot.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// `selection` or `file`.
-        public let kind: String
+        package let kind: String
         /// The selection slot number, for selection slots.
-        public let slot: Int?
+        package let slot: Int?
         /// The selection owner, for selection slots.
-        public let holder: SelectionHolder?
+        package let holder: SelectionHolder?
         /// The record, or why it was rejected.
-        public let record: Result<SlotRecord, Rejection>
+        package let record: Result<SlotRecord, Rejection>
     }
 
     /// The occupied slots, selection slots first (by number), then file slots (by app).
-    public let entries: [Entry]
+    package let entries: [Entry]
     /// Sources that could not be read.
-    public let unavailable: [SourceStatus]
+    package let unavailable: [SourceStatus]
 
     /// Looks at every slot of `configuration`'s namespace.
-    public static func take(configuration: OpenUDID.Configuration = .init()) throws(OpenUDIDError) -> Survey {
+    package static func take(configuration: OpenUDID.Configuration = .init()) throws(OpenUDIDError) -> Survey {
         let paths: StoragePaths
         do { paths = try StoragePaths(environment: configuration.environment, namespace: configuration.namespace) } catch { throw OpenUDIDError(error) }
         let slots = SelectionSlots(namespace: configuration.namespace, count: configuration.slotCount)

@@ -1,3 +1,4 @@
+import Foundation
 import CGLib
 
 /// An identifier for one application, derived from the shared identifier.
@@ -81,6 +82,12 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
 
     /// The UUID string.
     public var description: String { uuidString }
+
+    /// The identifier as a `UUID`.
+    public var uuid: UUID {
+        let b = bytes
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
 
     private static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
         // GLib wants a non-null key pointer even for an empty key.

@@ -5,22 +5,22 @@ import Foundation
 /// One file per vendor, `<directory>/<vendor>.json`, written with the same
 /// atomic, link-refusing rules as the file slots. Any process of the user can
 /// read and write these files; see docs/SECURITY.md.
-public struct FileVendorMirror: VendorMirrorStore, Hashable {
+package struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// `"file"`.
-    public var name: String { "file" }
+    package var name: String { "file" }
 
     /// The directory holding one file per vendor.
-    public let directory: String
+    package let directory: String
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks `directory` alone.
-    public let root: String?
+    package let root: String?
 
     /// A mirror in `directory`.
     ///
     /// - Parameters:
     ///   - directory: An absolute path; created on first write.
     ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
-    public init(directory: String, root: String? = nil) {
+    package init(directory: String, root: String? = nil) {
         self.directory = directory
         self.root = root
     }
@@ -28,7 +28,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// The mirror at `paths.vendorsDirectory`.
     ///
     /// - Parameter paths: The storage locations to use.
-    public init(paths: StoragePaths) {
+    package init(paths: StoragePaths) {
         self.init(directory: paths.vendorsDirectory, root: paths.dataHome)
     }
 
@@ -39,7 +39,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when `vendor` breaks
     ///   the app-id rules, which also keeps `/` and a leading `.` out of the
     ///   name, so a vendor can never reach outside the directory.
-    public func path(for vendor: String) throws(StoreUnavailable) -> String {
+    package func path(for vendor: String) throws(StoreUnavailable) -> String {
         do {
             try AppIdentity.validate(vendor, as: .vendor)
         } catch {
@@ -52,7 +52,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///
     /// - Parameter vendor: A vendor such as `com.acme`.
     /// - Returns: The bytes, `.absent`, or why the file could not be read.
-    public func read(vendor: String) -> StoreRead {
+    package func read(vendor: String) -> StoreRead {
         do {
             return AtomicFile.read(try path(for: vendor), below: root)
         } catch {
@@ -66,7 +66,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///   - bytes: A serialized record.
     ///   - vendor: A vendor such as `com.acme`.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
-    public func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
+    package func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
         try AtomicFile.write(bytes, to: try path(for: vendor), below: root)
     }
 
@@ -74,7 +74,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///
     /// - Parameter vendor: A vendor such as `com.acme`.
     /// - Throws: `StoreUnavailable` when it cannot be removed.
-    public func remove(vendor: String) throws(StoreUnavailable) {
+    package func remove(vendor: String) throws(StoreUnavailable) {
         try AtomicFile.remove(try path(for: vendor), below: root)
     }
 
@@ -85,7 +85,7 @@ public struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///   - now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
-    public func quarantine(vendor: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+    package func quarantine(vendor: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
         try AtomicFile.quarantine(try path(for: vendor), now: now, below: root)
     }
 }

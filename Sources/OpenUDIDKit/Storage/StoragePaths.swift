@@ -15,13 +15,13 @@ import Foundation
 /// directories to `<data>/openudid/ns/<namespace>/` and names the local cache
 /// `openudid-<namespace>.json`, so that experiments never mix with real use.
 /// The opt-out marker is never namespaced: a user who opts out means it everywhere.
-public struct StoragePaths: Sendable, Hashable {
+package struct StoragePaths: Sendable, Hashable {
     /// The XDG data home, without a trailing slash.
-    public let dataHome: String
+    package let dataHome: String
     /// The XDG config home, without a trailing slash.
-    public let configHome: String
+    package let configHome: String
     /// The namespace that separates an experiment's files, or `nil` for real use.
-    public let namespace: String?
+    package let namespace: String?
 
     /// Works out the directories from an environment.
     ///
@@ -32,7 +32,7 @@ public struct StoragePaths: Sendable, Hashable {
     ///   - environment: The variables to read; by default this process's.
     ///   - namespace: 1 to 64 characters from `A-Z a-z 0-9 _ -`, not starting with `-`; `nil` for real use.
     /// - Throws: `StoragePathsError` when no absolute home can be found or the namespace is invalid.
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment,
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment,
                 namespace: String? = nil) throws(StoragePathsError) {
         if let namespace, !Self.isValidNamespace(namespace) {
             throw StoragePathsError(.invalidNamespace(namespace))
@@ -67,32 +67,32 @@ public struct StoragePaths: Sendable, Hashable {
     }
 
     /// The directory of file slots, one `<app-id>.json` per app.
-    public var slotsDirectory: String { Self.joined(sharedRoot, "slots") }
+    package var slotsDirectory: String { Self.joined(sharedRoot, "slots") }
 
     /// The directory of file vendor mirrors, one `<vendor>.json` per vendor.
-    public var vendorsDirectory: String { Self.joined(sharedRoot, "vendors") }
+    package var vendorsDirectory: String { Self.joined(sharedRoot, "vendors") }
 
     /// The lock file apps hold while they generate a new identifier, so that
     /// apps starting at once from nothing pick one identifier, not one each.
-    public var generationLock: String { Self.joined(sharedRoot, "generate.lock") }
+    package var generationLock: String { Self.joined(sharedRoot, "generate.lock") }
 
     /// The local cache file of `app`.
     ///
     /// - Parameter app: The app whose cache it is.
     /// - Returns: `<data>/<app-id>/openudid.json`, or `openudid-<namespace>.json` in a namespace.
-    public func localCacheFile(for app: AppIdentity) -> String {
+    package func localCacheFile(for app: AppIdentity) -> String {
         let name = namespace.map { "openudid-\($0).json" } ?? "openudid.json"
         return Self.joined(Self.joined(dataHome, app.id), name)
     }
 
     /// The file whose presence means the user opted out of OpenUDID altogether.
-    public var optOutMarker: String { Self.joined(configHome, "openudid/opt-out") }
+    package var optOutMarker: String { Self.joined(configHome, "openudid/opt-out") }
 
     /// Whether `namespace` may name a namespace.
     ///
     /// - Parameter namespace: The candidate name.
     /// - Returns: `true` for 1 to 64 characters from `A-Z a-z 0-9 _ -` not starting with `-`.
-    public static func isValidNamespace(_ namespace: String) -> Bool {
+    package static func isValidNamespace(_ namespace: String) -> Bool {
         let bytes = Array(namespace.utf8)
         guard (1...64).contains(bytes.count), bytes.first != UInt8(ascii: "-") else { return false }
         return bytes.allSatisfy { byte in
@@ -116,9 +116,9 @@ public struct StoragePaths: Sendable, Hashable {
 }
 
 /// Why the storage directories could not be worked out.
-public struct StoragePathsError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct StoragePathsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong.
-    public enum Reason: Sendable, Hashable {
+    package enum Reason: Sendable, Hashable {
         /// Neither `XDG_DATA_HOME`/`XDG_CONFIG_HOME` nor `HOME` is set.
         case noHome
         /// A home directory is given as a relative path.
@@ -128,15 +128,15 @@ public struct StoragePathsError: Error, Sendable, Hashable, CustomStringConverti
     }
 
     /// What is wrong.
-    public let reason: Reason
+    package let reason: Reason
 
     /// Creates an error for `reason`.
-    public init(_ reason: Reason) {
+    package init(_ reason: Reason) {
         self.reason = reason
     }
 
     /// What is wrong and how to fix it, in one sentence.
-    public var description: String {
+    package var description: String {
         switch reason {
         case .noHome:
             return "cannot find a home directory: HOME is not set; set HOME or XDG_DATA_HOME and XDG_CONFIG_HOME"

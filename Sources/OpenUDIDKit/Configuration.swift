@@ -10,8 +10,6 @@ public enum MirrorChoice: Sendable, CustomStringConvertible {
     case file
     /// No mirror: the identifier lives in selections, file slots and local caches only.
     case none
-    /// A store of the caller's.
-    case custom(any VendorMirrorStore)
 
     public var description: String {
         switch self {
@@ -19,7 +17,6 @@ public enum MirrorChoice: Sendable, CustomStringConvertible {
         case .secretService: "secret-service"
         case .file: "file"
         case .none: "none"
-        case .custom(let store): store.name
         }
     }
 
@@ -42,42 +39,41 @@ extension OpenUDID {
         public var display: String?
         /// Whether to use X selections at all; false works from files and the mirror only.
         public var usesSelections: Bool
-        /// Whether to use the file slots and the local cache; false leaves the
-        /// selections (and the mirror, if chosen) as the only places, which is
-        /// how an experiment shows what each mechanism alone is worth.
-        public var usesFiles: Bool
         /// Separates experiments: selections become `_OPENUDID_<NAMESPACE>_SLOT_<n>` and
         /// shared files move under `openudid/ns/<namespace>/`.
         public var namespace: String?
-        /// How many selection slots there are (default 100).
-        public var slotCount: Int
         /// What to do when the app's own value disagrees with the consensus.
         public var policy: ResolutionPolicy
         /// Where the per-vendor mirror lives.
         public var mirror: MirrorChoice
         /// The environment to take `DISPLAY`, `HOME` and the XDG variables from.
         public var environment: [String: String]
+
+        // Experiment knobs: the protocol fixes them for real use (docs/PROTOCOL.md),
+        // so only the package's tools and tests may change them.
+
+        /// Whether to use the file slots and the local cache; false leaves the
+        /// selections (and the mirror, if chosen) as the only places, which is
+        /// how an experiment shows what each mechanism alone is worth.
+        package var usesFiles = true
+        /// How many selection slots there are (default 100); every participant of a namespace must agree.
+        package var slotCount = 100
         /// The deadline of one pass over the selection slots.
-        public var readDeadline: Duration
+        package var readDeadline: Duration = .milliseconds(250)
         /// How long a participating app waits after a slot change before it resolves again,
         /// so a burst of changes costs one resolution.
-        public var debounce: Duration
+        package var debounce: Duration = .milliseconds(20)
 
         /// Creates a configuration; every default suits a real desktop session.
-        public init(display: String? = nil, usesSelections: Bool = true, usesFiles: Bool = true, namespace: String? = nil, slotCount: Int = 100,
+        public init(display: String? = nil, usesSelections: Bool = true, namespace: String? = nil,
                     policy: ResolutionPolicy = .followConsensus, mirror: MirrorChoice = .automatic,
-                    environment: [String: String] = ProcessInfo.processInfo.environment,
-                    readDeadline: Duration = .milliseconds(250), debounce: Duration = .milliseconds(20)) {
+                    environment: [String: String] = ProcessInfo.processInfo.environment) {
             self.display = display
             self.usesSelections = usesSelections
-            self.usesFiles = usesFiles
             self.namespace = namespace
-            self.slotCount = slotCount
             self.policy = policy
             self.mirror = mirror
             self.environment = environment
-            self.readDeadline = readDeadline
-            self.debounce = debounce
         }
 
         /// The display name to open, if any.
