@@ -77,6 +77,9 @@ public final class SelectionOwner: Sendable {
         /// Requests dropped unanswered because their client asked far more than
         /// others while the owner was behind (a flood).
         public var shed = 0
+        /// Times the owner held the server (GrabServer) for a moment to catch up
+        /// with a flood.
+        public var catchUps = 0
     }
 
     /// The display this owner is connected to.

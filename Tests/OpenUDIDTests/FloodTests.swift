@@ -7,9 +7,9 @@ import TestSupport
 /// what the server sends back, against a real `openudid serve` on an Xvfb of
 /// its own (the flood would slow every other test sharing a display).
 ///
-/// Whether the slot is answered during the flood depends on the CPU the owner
-/// gets beside the X server and the flooder, so this suite runs alone, after
-/// the others: `scripts/test` runs it with `OPENUDID_LOAD_TESTS=1`.
+/// The flood takes a whole core of a small machine, and with it the CPU every
+/// other test needs, so this suite runs alone, after the others: `scripts/test`
+/// runs it with `OPENUDID_LOAD_TESTS=1`.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["OPENUDID_LOAD_TESTS"] == "1",
                 "a load test: scripts/test runs it alone, after the rest of the suite"))
 struct FloodTests {
@@ -40,23 +40,24 @@ struct FloodTests {
         defer { flood.signal(SIGKILL) }
         let started = Date()
 
-        // Another client reads the slot over and over, until a read asked well
-        // into the flood, while it still ran, comes back with the record within
-        // `answerBound`. Before the owner read its events a buffer at a time,
-        // none did: the slot stayed silent for the whole flood and seven
-        // seconds after it.
-        var attempts: [String] = []
-        let answered = try eventually(timeout: Self.floodSeconds + Self.answerBound) {
+        // Another client reads the slot over and over while the flood runs.
+        // Every read is answered with the record: the owner holds the server
+        // for a moment whenever it falls behind, so nobody's request waits
+        // behind the flood. Before that, reads asked a few seconds into the
+        // flood went unanswered until seven seconds after it ended.
+        var attempts: [(asked: Double, ok: Bool, line: String)] = []
+        while flood.isRunning && Date().timeIntervalSince(started) < Self.floodSeconds + 5 {
             let asked = Date().timeIntervalSince(started)
-            let during = flood.isRunning
             let lines = try requestWithHelper(display: server.display, ["--selection", session.slotName(0), "--targets", "_OPENUDID_RECORD",
                                                                         "--deadline", String(Self.answerBound)])
             let ok = lines.contains { $0.hasPrefix("ok ") && $0.contains(identifier) }
-            attempts.append(String(format: "asked at %.1f s: %@ after %.1f s", asked, ok ? "answered" : lines.last ?? "nothing",
-                                   Date().timeIntervalSince(started) - asked))
-            return asked >= Self.readsFrom && during && ok
+            let line = String(format: "asked at %.1f s: %@ after %.1f s", asked, ok ? "answered" : lines.last ?? "nothing",
+                              Date().timeIntervalSince(started) - asked)
+            attempts.append((asked, ok, line))
         }
-        #expect(answered, "no read asked \(Self.readsFrom) s or more into the flood was answered within \(Self.answerBound) s: \(attempts)")
+        let late = attempts.filter { $0.asked >= Self.readsFrom }
+        #expect(late.count >= 3, "too few reads asked \(Self.readsFrom) s or more into the flood: \(attempts.map(\.line))")
+        #expect(attempts.allSatisfy { $0.ok }, "a read during the flood went unanswered: \(attempts.map(\.line))")
 
         let summary = try #require(flood.nextLine(timeout: Self.floodSeconds + 10), "the flood printed no summary: \(flood.standardError)")
         let sent = FloodSummary(summary).sent

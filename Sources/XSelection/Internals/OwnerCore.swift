@@ -79,6 +79,10 @@ final class OwnerCore {
     private var unflushed = false
     /// What the current batch did, published once at its end.
     private var counts = SelectionOwner.Statistics()
+    /// While the owner holds the server to catch up with a flood: the request
+    /// whose reply follows the last event queued before the hold, and when the
+    /// hold began.
+    private var catchingUp: (fence: UInt32, since: ContinuousClock.Instant)?
 
     // Atoms every owner needs.
     private let targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom: UInt
@@ -118,6 +122,8 @@ final class OwnerCore {
     /// Events set aside while the owner waits for a reply of its own; beyond
     /// it, requests are dropped unanswered (as a flood's would be).
     static let stashLimit = 4096
+    /// The longest the owner holds the server to catch up with a flood.
+    static let catchUpLimit = Duration.milliseconds(50)
 
     // MARK: The loop
 
@@ -139,6 +145,7 @@ final class OwnerCore {
             publishCounts()
             blamePeerErrors()
             _ = expireTransfers() // what it writes goes out with the flush below
+            paceCatchingUp()
             if unflushed {
                 connection.flushRequests()
                 unflushed = false
@@ -151,14 +158,56 @@ final class OwnerCore {
             if stash.isEmpty, let queued = connection.pollQueuedEvent() {
                 setAside(queued)
             }
-            let wake = !stash.isEmpty ? ContinuousClock.now : transfers.values.map(\.deadline).min()
+            let wake = !stash.isEmpty ? ContinuousClock.now
+                : (transfers.values.map(\.deadline) + [catchingUp.map { $0.since + Self.catchUpLimit }].compactMap { $0 }).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
             if ready.extra { thread.runJobs(self) }
         }
+        if catchingUp != nil { stopCatchingUp() }
         held.removeAll()
         transfers.removeAll()
         connection.close()
         events.finish()
+    }
+
+    // MARK: Catching up with a flood
+
+    /// Holds the server while the owner is far behind, and lets go once it has
+    /// caught up.
+    ///
+    /// Shedding makes a flood cheap for the owner, but not for the server: it
+    /// keeps turning the flooder's requests into events for the owner faster
+    /// than it writes them out, so the owner's queue in the server grows, and a
+    /// request from anyone else waits behind all of it. While the owner holds
+    /// the server (GrabServer) the server handles no other client's requests,
+    /// so no new flood events are made, and it writes the queue out as fast as
+    /// the owner reads. A fence (GetInputFocus, whose reply comes after every
+    /// event queued before it) tells when the queue is through; the hold ends
+    /// then, or after `catchUpLimit` at the latest, and the server serves
+    /// everyone again, with the owner's queue short. The hold is taken only
+    /// while the owner is behind, which honest readers never make it.
+    private func paceCatchingUp() {
+        guard connection.isAlive else { return }
+        if let hold = catchingUp {
+            var reply: UnsafeMutableRawPointer?
+            var error: UnsafeMutablePointer<xcb_generic_error_t>?
+            let fenced = xcb_poll_for_reply(connection.xcb, hold.fence, &reply, &error) != 0
+            free(reply)
+            free(error)
+            if fenced || ContinuousClock.now - hold.since >= Self.catchUpLimit { stopCatchingUp() }
+        } else if sinceDry + stash.count > Self.backlogLimit {
+            xcb_grab_server(connection.xcb)
+            let fence = xcb_get_input_focus(connection.xcb)
+            catchingUp = (fence.sequence, .now)
+            counts.catchUps += 1
+            unflushed = true
+        }
+    }
+
+    private func stopCatchingUp() {
+        xcb_ungrab_server(connection.xcb)
+        catchingUp = nil
+        unflushed = true
     }
 
     /// The next event to handle: first those set aside during a reply wait,
@@ -242,6 +291,7 @@ final class OwnerCore {
             total.answered += delta.answered
             total.refused += delta.refused
             total.shed += delta.shed
+            total.catchUps += delta.catchUps
             total.peerErrors += delta.peerErrors
         }
     }
@@ -306,6 +356,7 @@ final class OwnerCore {
             xcb_grab_server(connection.xcb)
             defer {
                 xcb_ungrab_server(connection.xcb)
+                catchingUp = nil // the ungrab ended that hold too
                 connection.flushRequests()
             }
             owner = try selectionOwner(selection)
