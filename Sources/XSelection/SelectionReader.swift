@@ -162,6 +162,10 @@ public enum ReadOutcome: Sendable, Equatable {
     case tooLarge(owner: SelectionHolder?, bytes: Int)
     /// The answer broke the protocol: wrong property, missing data, a broken INCR, an owner that died mid-transfer.
     case malformed(owner: SelectionHolder?, reason: String)
+    /// The selection changed owner between the owner query (`owner`) and the
+    /// answer, so whoever answered is not known for certain; the answer is not
+    /// given. Reading again tells. Detected where the server has XFixes.
+    case ownerChanged(owner: SelectionHolder?)
 
     /// The value, when there is one.
     public var value: SelectionValue? {

@@ -274,7 +274,7 @@ case "get":
     let udid = handle()
     let report = udid.resolve()
     if arguments.has("json") {
-        printJSON(report.jsonObject)
+        printLine(String(decoding: report.json(), as: UTF8.self))
     } else {
         printLine(arguments[option: "scope"] == "app" ? report.appScoped.uuidString.lowercased() : report.identifier.hex)
     }

@@ -31,8 +31,10 @@ import TestSupport
     /// Expects no participant to print another identifier while `watch` runs out.
     static func expectNoneMoves(_ participants: [Participant], from honest: String) {
         let moved = eventually(timeout: watch) { participants.contains { $0.current != honest } }
-        #expect(!moved, "a participant moved: \(participants.map { "\($0.app)=\($0.current ?? "-")" })")
-        #expect(participants.allSatisfy { $0.child.isRunning })
+        #expect(!moved, "a participant moved from \(honest): \(participants.map { "\($0.app)=\($0.current ?? "-")" }); their errors: \(participants.map { $0.child.standardError })")
+        for participant in participants where !participant.child.isRunning {
+            Issue.record("\(participant.app) ended with status \(participant.child.wait(timeout: 1).map(String.init) ?? "?"): \(participant.child.standardError)")
+        }
     }
 
     /// The votes a fresh selection-only observer counts for `identifier`: proof
@@ -126,6 +128,7 @@ import TestSupport
         defer { thief.signal(SIGKILL) }
         #expect(eventually(timeout: 10) { (try? Self.liveVotes(session, for: forgery)) == 1 })
         Self.expectNoneMoves(participants, from: honest)
+        #expect(participants.allSatisfy { $0.current != forgery }, "a participant took the thief's \(forgery)")
 
         // Once the thief is gone the apps serve again, and a newcomer sees all three.
         thief.signal(SIGKILL)

@@ -51,13 +51,13 @@ import OpenUDIDKit
 
         let expect = try #require(object["expect"] as? [String: Any])
         #expect(resolution.identifier.hex == expect["id"] as? String)
-        #expect(resolution.origin.name == expect["origin"] as? String)
+        #expect(Report.Document.Origin(resolution.origin).rawValue == expect["origin"] as? String)
         #expect(resolution.born == expect["born"] as? Int64)
-        #expect(resolution.decidedBy?.token == expect["decidedBy"] as? String)
+        #expect(resolution.decidedBy.map { Report.Document.Tier($0).rawValue } == expect["decidedBy"] as? String)
         #expect(resolution.replaced?.hex == expect["replaced"] as? String)
         let votes = Dictionary(uniqueKeysWithValues: resolution.tally.map { ($0.identifier.hex, $0.votes) })
         #expect(votes == expect["votes"] as? [String: Int])
-        let ignored = Dictionary(grouping: resolution.ignored, by: \.reason.token).mapValues(\.count)
+        let ignored = Dictionary(grouping: resolution.ignored, by: { Report.Document.IgnoredReason($0.reason).rawValue }).mapValues(\.count)
         #expect(ignored == expect["ignored"] as? [String: Int])
         #expect(resolution.conflicts.map(\.app) == expect["conflicts"] as? [String])
     }

@@ -90,6 +90,8 @@ struct SelectionSlots: Sendable {
                 readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap", code: "too-large"))))
             case .malformed(let holder, let reason):
                 readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, reason))))
+            case .ownerChanged(let holder):
+                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "the slot changed owner while it was read, so whose answer it was is not known", code: "owner-changed"))))
             }
         }
         return readings.sorted { $0.index < $1.index }

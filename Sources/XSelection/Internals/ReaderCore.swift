@@ -17,12 +17,23 @@ final class ReaderCore {
     /// order the reads were sent, which is the order their replies arrive in.
     private var readOrder: [Int] = []
     private var readHead = 0
+    /// The first event number of XFixes, when the server has it: each pass
+    /// watches its selections change owner, to tell who really answered.
+    private let fixesEventBase: Int32?
 
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
         incrAtom = try connection.atom("INCR")
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
+        var eventBase: Int32 = 0, errorBase: Int32 = 0
+        if XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 {
+            var major: Int32 = 5, minor: Int32 = 0
+            XFixesQueryVersion(connection.display, &major, &minor)
+            fixesEventBase = eventBase
+        } else {
+            fixesEventBase = nil
+        }
     }
 
     /// Where one selection's read stands.
@@ -39,6 +50,12 @@ final class ReaderCore {
         var name: SelectionName
         var atom: UInt
         var owner: SelectionHolder?
+        /// The sequence number of the owner query: ownership changes the server
+        /// made after it (events with this serial or later) are news to it.
+        var ownerQuery: UInt32 = 0
+        /// Whether the selection changed owner after the owner query and
+        /// before the answer came: the answer may then be anyone's.
+        var ownerChanged = false
         var stage: Stage = .awaitingNotify
         var transfer: PropertyTransfer
         /// The type atom of a finished value.
@@ -76,10 +93,18 @@ final class ReaderCore {
         var indexByAtom: [UInt: Int] = [:]
         for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
 
+        // Who answered is known only from the owner query before the
+        // conversion: a selection that changes owner in between could be
+        // answered by its new owner, in the old owner's name. XFixes reports
+        // every change, in order with the answers, for the length of the pass.
+        watchOwners(slots, true)
+        defer { watchOwners(slots, false) }
+
         // Pipeline: owner queries, then every conversion the depth allows, then
         // one flush. Each selection converts into a property named after itself
         // on our window, so no extra atoms are needed and answers cannot collide.
         let ownerCookies = slots.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0.atom)).sequence }
+        for (index, cookie) in ownerCookies.enumerated() { slots[index].ownerQuery = cookie }
         let depth = max(options.pipelineDepth ?? slots.count, 1)
         // The slots asked for and not yet done; only these need looking at.
         var active: [Int] = []
@@ -155,16 +180,40 @@ final class ReaderCore {
         return outcomes
     }
 
+    /// Starts or stops XFixes reporting owner changes of `slots` to this connection.
+    private func watchOwners(_ slots: [Slot], _ watch: Bool) {
+        guard fixesEventBase != nil, connection.isAlive else { return }
+        let mask = watch ? UInt(XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask
+                                | XFixesSelectionClientCloseNotifyMask) : 0
+        for slot in slots {
+            XFixesSelectSelectionInput(connection.display, window, slot.atom, mask)
+        }
+        if !watch { connection.flush() }
+    }
+
     // MARK: Events
 
     private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int], time: UInt) {
+        if let base = fixesEventBase, event.type == base + XFixesSelectionNotify {
+            let change = withUnsafeBytes(of: event) {
+                $0.baseAddress!.assumingMemoryBound(to: XFixesSelectionNotifyEvent.self).pointee
+            }
+            guard let index = indexByAtom[UInt(change.selection)], case .awaitingNotify = slots[index].stage else { return }
+            // The event's serial is the last request the server had handled when
+            // it made the change: from the owner query on, the query did not see it.
+            let after = Int32(bitPattern: UInt32(truncatingIfNeeded: change.serial) &- slots[index].ownerQuery) >= 0
+            if after { slots[index].ownerChanged = true }
+            return
+        }
         switch event.type {
         case SelectionNotify:
             let notify = event.xselection
             guard notify.requestor == window, notify.time == time, let index = indexByAtom[notify.selection],
                   case .awaitingNotify = slots[index].stage else { return }
             let owner = slots[index].owner
-            if notify.property == 0 {
+            if slots[index].ownerChanged {
+                slots[index].stage = .done(.ownerChanged(owner: owner))
+            } else if notify.property == 0 {
                 // The server answers for an ownerless selection itself, without send_event.
                 slots[index].stage = .done(notify.send_event == 0 || owner == nil ? .noOwner : .refused(owner: owner))
             } else if notify.property != slots[index].atom {
