@@ -67,6 +67,12 @@ let package = Package(
             name: "OpenUDIDTests",
             dependencies: ["OpenUDIDKit", "TestSupport", "openudid", "xselection-helper"]
         ),
+        // A client of the public API alone: it declares types named like the
+        // library's, and holds the README's example, so both must compile.
+        .testTarget(
+            name: "APIClientTests",
+            dependencies: ["OpenUDIDKit"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,56 +9,83 @@ extension Report: Encodable {
     public struct Document: Codable, Sendable, Hashable {
         /// How the identifier came about: §12 `origin`.
         public enum Origin: String, Codable, Sendable, Hashable {
+            /// The app adopted the vote's winner.
             case consensus
+            /// Nobody voted; the app generated a new identifier.
             case generated
+            /// The app kept its own value against the vote (keep policy).
             case keptLocal = "kept-local"
+            /// The app reports the all-zero identifier.
             case optedOut = "opted-out"
         }
 
         /// A tier of the vote: §6.1.
         public enum Tier: String, Codable, Sendable, Hashable {
+            /// File slots, local caches, vendor mirrors, a file-keeping app's held value.
             case durable
+            /// Selection records, and a selection-only app's held value.
             case live
         }
 
         /// The kind of place a ballot came from.
         public enum Kind: String, Codable, Sendable, Hashable {
+            /// A selection slot.
             case selection
+            /// An app's file slot.
             case fileSlot = "file-slot"
+            /// The resolving app's local cache.
             case localCache = "local-cache"
+            /// A vendor mirror.
             case mirror
+            /// The value the resolving app holds in memory.
             case held
         }
 
         /// Why a record did not vote: §12 `ignored[].reason`.
         public enum IgnoredReason: String, Codable, Sendable, Hashable {
+            /// Its X client's ballot is another of its records.
             case sameClient = "same-client"
+            /// Its app's ballot is another record.
             case sameApp = "same-app"
+            /// The same vendor's mirror in another store is counted.
             case sameVendor = "same-vendor"
+            /// It is an opted-out record.
             case optedOut = "opted-out"
+            /// It names another app or vendor than its place.
             case misplaced
+            /// It is a selection record while durable ballots decide.
             case outranked
         }
 
         /// What happened to a source.
         public enum SourceState: String, Codable, Sendable, Hashable {
+            /// It was read.
             case read
+            /// It could not be read: what it holds is unknown.
             case unavailable
+            /// It was not used.
             case notUsed = "not-used"
         }
 
         /// What happened to a place after the vote.
         public enum RepairOutcome: String, Codable, Sendable, Hashable {
+            /// The winner was written.
             case written
+            /// The place already held the winner.
             case unchanged
+            /// Not written, and why.
             case skipped
+            /// Writing failed; the old content is intact.
             case failed
         }
 
         /// One identifier's count: `{id, votes, born}`.
         public struct Vote: Codable, Sendable, Hashable {
+            /// The identifier.
             public var id: String
+            /// Its ballots.
             public var votes: Int
+            /// Its earliest `born` among them.
             public var born: Int64
         }
 
@@ -66,15 +93,21 @@ extension Report: Encodable {
         public struct Ballot: Codable, Sendable, Hashable {
             /// The place, for a person: `slot 3 (X client 0x1a00000)`.
             public var source: String
+            /// The kind of place.
             public var kind: Kind
+            /// The app the record names.
             public var app: String
+            /// The identifier it offers.
             public var id: String
+            /// Its `born`.
             public var born: Int64
         }
 
         /// A record that did not vote: `{candidate, reason, counted?}`.
         public struct Ignored: Codable, Sendable, Hashable {
+            /// The record.
             public var candidate: Ballot
+            /// Why it did not vote.
             public var reason: IgnoredReason
             /// The place of the ballot counted instead, where the reason names one.
             public var counted: String?
@@ -82,13 +115,17 @@ extension Report: Encodable {
 
         /// An app claimed by more than one X client: `{app, claims}`.
         public struct Conflict: Codable, Sendable, Hashable {
+            /// The app claimed.
             public var app: String
+            /// Every claim, the app's own value among them where it differs.
             public var claims: [Ballot]
         }
 
         /// The app's own value kept against the consensus: `{local, consensus}`.
         public struct Disagreement: Codable, Sendable, Hashable {
+            /// The value kept.
             public var local: String
+            /// The vote's winner.
             public var consensus: String
         }
 
@@ -96,6 +133,7 @@ extension Report: Encodable {
         public struct Source: Codable, Sendable, Hashable {
             /// `selections`, `file-slots`, `local-cache` or `mirror`.
             public var name: String
+            /// What happened to it.
             public var state: SourceState
             /// The valid records read, when `state` is `read`.
             public var records: Int?
@@ -105,6 +143,7 @@ extension Report: Encodable {
 
         /// A record found but refused: `{place, code, reason}`.
         public struct Rejected: Codable, Sendable, Hashable {
+            /// Where it was found.
             public var place: String
             /// A record token of §3 or one of the codes §12 lists.
             public var code: String
@@ -114,19 +153,29 @@ extension Report: Encodable {
 
         /// What was written to a place: `{place, outcome, detail?}`.
         public struct Repair: Codable, Sendable, Hashable {
+            /// `selection slot`, `file slot`, `local cache` or `mirror`.
             public var place: String
+            /// What happened.
             public var outcome: RepairOutcome
+            /// Why, when it was skipped or failed.
             public var detail: String?
         }
 
         /// A record's wire fields (§3).
         public struct Record: Codable, Sendable, Hashable {
+            /// The protocol version.
             public var v: Int
+            /// The identifier: 40 hex digits.
             public var id: String
+            /// The app that wrote it.
             public var app: String
+            /// Its vendor.
             public var vendor: String
+            /// When the identifier was first generated (ms since 1970).
             public var born: Int64
+            /// When the record was written (ms since 1970).
             public var written: Int64
+            /// Whether it is an opted-out record.
             public var optOut: Bool
         }
 
@@ -137,6 +186,7 @@ extension Report: Encodable {
             /// The mirror's record as read, if it held one.
             public var record: Record?
 
+            /// Writes both keys, `null` where absent.
             public func encode(to encoder: any Encoder) throws {
                 var container = encoder.container(keyedBy: CodingKeys.self)
                 try container.encode(store, forKey: .store)
@@ -148,7 +198,9 @@ extension Report: Encodable {
         public var id: String
         /// The app-scoped identifier: a lowercase UUID.
         public var appScoped: String
+        /// The app that resolved.
         public var app: String
+        /// Its vendor.
         public var vendor: String
         /// Why the identifier is all zero, or nil.
         public var optedOut: OptOut?
@@ -156,22 +208,31 @@ extension Report: Encodable {
         public var born: Int64?
         /// The selection slot the app serves, or nil.
         public var slot: Int?
+        /// How the identifier came about.
         public var origin: Origin
         /// The tier that decided, or nil when nobody voted.
         public var decidedBy: Tier?
         /// The tally, winner first.
         public var votes: [Vote]
+        /// The ballots for the result.
         public var agreeing: [Ballot]
+        /// The ballots against it.
         public var disagreeing: [Ballot]
+        /// The records that did not vote.
         public var ignored: [Ignored]
+        /// Apps claimed by more than one X client.
         public var conflicts: [Conflict]
         /// The app's own value that was given up (follow policy), or nil.
         public var replaced: String?
         /// The app's own value kept against the consensus (keep policy), or nil.
         public var disagreement: Disagreement?
+        /// Each source and what happened to it.
         public var sources: [Source]
+        /// Records found but refused.
         public var rejected: [Rejected]
+        /// What was written afterwards.
         public var repairs: [Repair]
+        /// The vendor mirror.
         public var mirror: Mirror
 
         /// Writes every key, with `null` where a value is absent, so that a

@@ -24,6 +24,7 @@ public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
         self.code = code
     }
 
+    /// A description for people.
     public var description: String { "\(place): \(reason)" }
 }
 
@@ -53,6 +54,7 @@ public struct SourceStatus: Sendable, Hashable, CustomStringConvertible {
     /// Whether the source answered.
     public var isAvailable: Bool { if case .read = state { true } else { false } }
 
+    /// A description for people.
     public var description: String {
         switch state {
         case .read(let count): "\(name): \(count) record(s)"
@@ -87,6 +89,7 @@ public struct Repair: Sendable, Hashable, CustomStringConvertible {
         self.outcome = outcome
     }
 
+    /// A description for people.
     public var description: String {
         switch outcome {
         case .written: "\(place): written"

@@ -13,8 +13,10 @@ public struct SelectionName: Hashable, Sendable, Comparable, CustomStringConvert
     /// Creates a selection name from a string literal.
     public init(stringLiteral value: String) { self.rawValue = value }
 
+    /// A description for people.
     public var description: String { rawValue }
 
+    /// Orders by raw value.
     public static func < (lhs: SelectionName, rhs: SelectionName) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
@@ -29,6 +31,7 @@ public struct XWindow: Hashable, Sendable, CustomStringConvertible {
     /// Wraps a resource id.
     public init(_ rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// A description for people.
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }
 
@@ -43,8 +46,10 @@ public struct XClient: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Wraps a resource base.
     public init(_ rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// A description for people.
     public var description: String { "client 0x" + String(rawValue, radix: 16) }
 
+    /// Orders by raw value.
     public static func < (lhs: XClient, rhs: XClient) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
@@ -56,6 +61,7 @@ public struct XTimestamp: Hashable, Sendable, CustomStringConvertible {
     /// Wraps a server time value.
     public init(_ rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// A description for people.
     public var description: String { String(rawValue) }
 }
 
