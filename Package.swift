@@ -22,9 +22,12 @@ let package = Package(
             pkgConfig: "glib-2.0",
             providers: [.apt(["libglib2.0-dev"])]
         ),
+        // libsecret's pkg-config file passes -pthread (through gio), which
+        // SwiftPM refuses with a warning on every build; its headers come
+        // through a link to Debian's include directory instead, and glib's
+        // through CGLib.
         .systemLibrary(
             name: "CLibSecret",
-            pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
 

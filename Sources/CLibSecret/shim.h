@@ -1,8 +1,34 @@
 #ifndef OPENUDID_CLIBSECRET_SHIM_H
 #define OPENUDID_CLIBSECRET_SHIM_H
 
-#include <libsecret/secret.h>
 #include <glib.h>
+
+/*
+ * libsecret's headers, as <libsecret/secret.h> includes them, through the
+ * link libsecret -> /usr/include/libsecret-1/libsecret beside this file.
+ * libsecret's pkg-config file would add that directory to the search path,
+ * but it also passes -pthread (through gio), which SwiftPM refuses with a
+ * warning on every build. Within the directory the headers include each
+ * other with quotes, so the link is all they need.
+ */
+#ifndef __SECRET_H__
+#define __SECRET_H__
+#define __SECRET_INSIDE_HEADER__
+#include "libsecret/secret-attributes.h"
+#include "libsecret/secret-collection.h"
+#include "libsecret/secret-enum-types.h"
+#include "libsecret/secret-item.h"
+#include "libsecret/secret-password.h"
+#include "libsecret/secret-prompt.h"
+#include "libsecret/secret-retrievable.h"
+#include "libsecret/secret-schema.h"
+#include "libsecret/secret-schemas.h"
+#include "libsecret/secret-service.h"
+#include "libsecret/secret-types.h"
+#include "libsecret/secret-value.h"
+#include "libsecret/secret-version.h"
+#undef __SECRET_INSIDE_HEADER__
+#endif
 
 /*
  * A SecretService proxy on a connection the caller chose.
