@@ -37,31 +37,35 @@ let package = Package(
         // The identifier: records, sources, resolution, API.
         .target(name: "OpenUDIDKit", dependencies: ["XSelection", "CLibSecret", "CGLib"]),
 
+        // The one argument parser of every program here: options as data, generated help.
+        .target(name: "CommandLineKit"),
+
         // The command-line tool.
-        .executableTarget(name: "openudid", dependencies: ["OpenUDIDKit", "XSelection"]),
+        .executableTarget(name: "openudid", dependencies: ["OpenUDIDKit", "XSelection", "CommandLineKit"]),
 
         // Reading child processes' output safely, for the lab and the tests.
         .target(name: "ProcessSupport"),
 
         // The experiment: real processes, every mechanism side by side.
-        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDIDKit", "ProcessSupport"]),
+        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDIDKit", "ProcessSupport", "CommandLineKit"]),
 
         // The benchmark: figures side by side with their baselines.
-        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "ProcessSupport"]),
+        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "ProcessSupport", "CommandLineKit"]),
 
         // Cooperating example desktop apps: two of one vendor, one of another.
-        .target(name: "ExampleKit", dependencies: ["OpenUDIDKit", "XSelection"], path: "Examples/ExampleKit"),
+        .target(name: "ExampleKit", dependencies: ["OpenUDIDKit", "XSelection", "CommandLineKit"], path: "Examples/ExampleKit"),
         .executableTarget(name: "acme-notes", dependencies: ["ExampleKit"], path: "Examples/AcmeNotes"),
         .executableTarget(name: "acme-photos", dependencies: ["ExampleKit"], path: "Examples/AcmePhotos"),
         .executableTarget(name: "indie-chess", dependencies: ["ExampleKit"], path: "Examples/IndieChess"),
 
         // Owns selections in a separate process for the tests: honestly through
         // XSelection, or as a deliberately broken raw X client.
-        .executableTarget(name: "xselection-helper", dependencies: ["XSelection", "CX11"],
+        .executableTarget(name: "xselection-helper", dependencies: ["XSelection", "CX11", "CommandLineKit"],
                           path: "Tests/Helpers/xselection-helper"),
 
         // Test harness: private Xvfb, private session bus and keyring, child processes.
         .target(name: "TestSupport", dependencies: ["ProcessSupport"], path: "Tests/TestSupport"),
+        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(
             name: "XSelectionTests",
             dependencies: ["XSelection", "TestSupport", "xselection-helper"]

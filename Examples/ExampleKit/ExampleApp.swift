@@ -46,17 +46,7 @@ public struct ExampleApp: Sendable {
     /// app id is invalid, 2 for a wrong command line.
     public func run() -> Never {
         let command = CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? id
-        let options: Options
-        do {
-            options = try Options(Array(CommandLine.arguments.dropFirst()))
-        } catch {
-            Self.fail("\(command): \(error.description)\n\(Options.usage)", status: 2)
-        }
-        if options.help {
-            Self.write("usage: \(command) [options]\n\nShows the identifier \(id) shares with the other example apps.\n\n\(Options.usage)\n",
-                       to: .standardOutput)
-            exit(0)
-        }
+        let options = Options(Options.command(command, app: self).parseOrExit())
 
         // First of all, so that a SIGTERM while the app starts still ends it cleanly.
         let inbox = SignalInbox()

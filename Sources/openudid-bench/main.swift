@@ -1,29 +1,51 @@
 // openudid-bench: every performance figure of OpenUDID, side by side with its
 // baseline, in one run on a private X server. See docs/BENCHMARKS.md.
+import CommandLineKit
 import Foundation
 import OpenUDIDKit
 
-let usage = """
-usage: openudid-bench [--quick] [--json] [--write-json PATH] [--svg PATH] [--update-doc PATH] [--only LIST]
+/// The sections of the run, in the order they run.
+let sectionNames = ["floor", "read", "scale", "busy", "serve", "flood", "converge"]
 
-Starts a private Xvfb (and, for one figure, a private session bus with
-gnome-keyring), measures every figure with warm-up and repetitions, and prints
-a table: median, p95, n, the baseline and the ratio to it, the target and
-whether it is met.
+let bench = Command(
+    "openudid-bench",
+    abstract: "every performance figure of OpenUDID beside its baseline",
+    discussion: """
+        Starts a private Xvfb (and, for one figure, a private session bus with
+        gnome-keyring), measures every figure with warm-up and repetitions, and prints
+        a table: median, p95, n, the baseline and the ratio to it, the target and
+        whether it is met.
+        """,
+    options: [
+        .flag("quick", help: "few repetitions; a check that the benchmark works (< 1 min)"),
+        .flag("json", help: "print JSON instead of the table"),
+        .value("write-json", "PATH", help: "also write the JSON to PATH"),
+        .value("svg", "PATH", help: "write the scaling plot to PATH", mayRepeat: true),
+        .value("update-doc", "PATH", help: "replace the results block of PATH (docs/BENCHMARKS.md)", mayRepeat: true),
+        .value("invoked-as", "TEXT", help: "the command to name in --update-doc (default: this command line)", mayRepeat: true),
+        .value("only", "LIST", help: "comma-separated sections: " + sectionNames.joined(separator: ","),
+               check: .custom { list in
+                   let unknown = Set(list.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
+                       .subtracting(sectionNames)
+                   return unknown.isEmpty ? nil
+                       : "unknown section(s) \(unknown.sorted().map(quoted).joined(separator: ", ")); use \(sectionNames.joined(separator: ","))"
+               }),
+    ],
+    subcommands: [
+        // Run by the footprint figure: a process that uses the library and reports its own cost.
+        Command("host", abstract: "resolve once, report the footprint and exit", options: [
+            .value("app", "ID", help: "the app id", default: "com.bench.host"),
+            .value("namespace", "NAME", help: "the namespace"),
+            .flag("participate", help: "also take part until a slot is served"),
+            .flag("no-settle", help: "measure at once instead of letting the threads settle"),
+        ], isHidden: true),
+    ],
+    epilogue: """
+        Exit status: 0 when every figure was measured (whether or not its target was
+        met), 1 when the set-up failed, 2 on a usage error.
 
-  --quick             few repetitions; a check that the benchmark works (< 1 min)
-  --json              print JSON instead of the table
-  --write-json PATH   also write the JSON to PATH
-  --svg PATH          write the scaling plot to PATH
-  --update-doc PATH   replace the results block of PATH (docs/BENCHMARKS.md)
-  --invoked-as TEXT   the command to name in --update-doc (default: this command line)
-  --only LIST         comma-separated sections: floor,read,scale,busy,serve,flood,converge
-
-Exit status: 0 when every figure was measured (whether or not its target was
-met), 1 when the set-up failed, 2 on a usage error.
-
-It needs openudid and xselection-helper beside it: swift build -c release.
-"""
+        It needs openudid and xselection-helper beside it: swift build -c release.
+        """)
 
 // MARK: The host program of the footprint figure
 
@@ -31,21 +53,17 @@ It needs openudid and xselection-helper beside it: swift build -c release.
 /// optionally takes part, lets its threads settle, prints `rss <KiB> hwm <KiB>`
 /// from /proc/self/status, the slot it serves and how long its first value()
 /// took (`first-value-ns`), and exits.
-func runHost(_ words: [String]) -> Never {
-    func value(_ name: String) -> String? {
-        guard let index = words.firstIndex(of: name), index + 1 < words.count else { return nil }
-        return words[index + 1]
-    }
+func runHost(_ arguments: ParsedCommand) -> Never {
     do {
-        let configuration = OpenUDID.Configuration(namespace: value("--namespace"), mirror: .file)
+        let configuration = OpenUDID.Configuration(namespace: arguments["namespace"], mirror: .file)
         // Timed from before the handle exists: the first value() of a process
         // also pays for loading what the library needs on first use.
         let started = ContinuousClock.now
-        let udid = try OpenUDID(app: value("--app") ?? "com.bench.host", configuration: configuration)
+        let udid = try OpenUDID(app: arguments["app"]!, configuration: configuration)
         _ = udid.value()
         let firstValue = ContinuousClock.now - started
         var participation: Participation?
-        if words.contains("--participate") {
+        if arguments.has("participate") {
             let started = udid.participate()
             let deadline = ContinuousClock.now + .seconds(10)
             while started.slot == nil && ContinuousClock.now < deadline { usleep(5_000) }
@@ -56,7 +74,7 @@ func runHost(_ words: [String]) -> Never {
             participation = started
         }
         // Let the participation's threads settle before measuring them.
-        if !words.contains("--no-settle") { usleep(300_000) }
+        if !arguments.has("no-settle") { usleep(300_000) }
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         func field(_ name: String) -> String {
             status.split(separator: "\n").first { $0.hasPrefix(name + ":") }?
@@ -72,46 +90,15 @@ func runHost(_ words: [String]) -> Never {
 }
 
 // MARK: Arguments
-var words = Array(CommandLine.arguments.dropFirst())
-if words.first == "host" { runHost(Array(words.dropFirst())) }
 
-var quick = false, printJSON = false
-var jsonPath: String?, svgPath: String?, docPath: String?, invokedAs: String?
-var sections: Set<String> = ["floor", "read", "scale", "busy", "serve", "flood", "converge"]
-while !words.isEmpty {
-    let word = words.removeFirst()
-    func value() -> String {
-        guard !words.isEmpty else {
-            FileHandle.standardError.write(Data("openudid-bench: \(word) needs a value\n".utf8))
-            exit(2)
-        }
-        return words.removeFirst()
-    }
-    switch word {
-    case "--quick": quick = true
-    case "--json": printJSON = true
-    case "--write-json": jsonPath = value()
-    case "--svg": svgPath = value()
-    case "--update-doc": docPath = value()
-    case "--invoked-as": invokedAs = value()
-    case "--only": sections = Set(value().split(separator: ",").map(String.init))
-    case "--help", "-h":
-        print(usage)
-        exit(0)
-    default:
-        FileHandle.standardError.write(Data("openudid-bench: unknown argument \(word)\n\(usage)\n".utf8))
-        exit(2)
-    }
-}
-
-let known: Set<String> = ["floor", "read", "scale", "busy", "serve", "flood", "converge"]
-if !sections.isSubset(of: known) {
-    FileHandle.standardError.write(Data("openudid-bench: unknown section(s) \(sections.subtracting(known).sorted().joined(separator: ", ")); use \(known.sorted().joined(separator: ","))\n".utf8))
-    exit(2)
-}
+let arguments = bench.parseOrExit()
+if arguments.name == "host" { runHost(arguments) }
+let quick = arguments.has("quick"), printJSON = arguments.has("json")
+let jsonPath = arguments["write-json"], svgPath = arguments["svg"], docPath = arguments["update-doc"]
+let invokedAs = arguments["invoked-as"]
+let sections = Set(arguments["only"].map { $0.split(separator: ",").map(String.init) } ?? sectionNames)
 if quick && docPath != nil {
-    FileHandle.standardError.write(Data("openudid-bench: --update-doc takes the figures of a full run; drop --quick\n".utf8))
-    exit(2)
+    arguments.fail("--update-doc takes the figures of a full run; drop --quick")
 }
 
 // MARK: The run

@@ -2,30 +2,33 @@
 // identifier lives through the same scenarios, with real processes on a private
 // X server, a private keyring and private homes; every cell of the result is what
 // a process reported.
+import CommandLineKit
 import Foundation
 import Synchronization
 
-let usage = """
-usage: openudid-lab [--out DIR] [--json] [--quick] [--file-mirror] [--readme FILE]
-
-Runs every scenario against every mechanism on a private Xvfb, a private
-session bus with gnome-keyring (or the file store when none can start) and
-private homes, and writes DIR/lab.md (the table), DIR/lab.json (every
-identifier, for scripts) and DIR/lab.svg (the timeline).
-
-  --out DIR      where to write (default: out/lab)
-  --json         print the JSON instead of the table
-  --quick        run only the scenarios the tests need
-  --file-mirror  keep the vendor mirror in the file store even where a
-                 keyring could start (what happens without a Secret Service)
-  --readme FILE  also put the table and picture between the lines
-                 <!-- lab:begin --> and <!-- lab:end --> of FILE, if it has them
-  --help         this text
-
-It needs the openudid tool built beside it (swift build), Xvfb, and for the
-Secret Service dbus-daemon and gnome-keyring-daemon (scripts/bootstrap).
-Exit status: 0 success, 1 the lab failed (the message says why), 2 bad usage.
-"""
+let lab = Command(
+    "openudid-lab",
+    abstract: "every way an app can come by an identifier, side by side",
+    discussion: """
+        Runs every scenario against every mechanism on a private Xvfb, a private
+        session bus with gnome-keyring (or the file store when none can start) and
+        private homes, and writes DIR/lab.md (the table), DIR/lab.json (every
+        identifier, for scripts) and DIR/lab.svg (the timeline).
+        """,
+    options: [
+        .value("out", "DIR", help: "where to write", default: "out/lab", mayRepeat: true),
+        .flag("json", help: "print the JSON instead of the table"),
+        .flag("quick", help: "run only the scenarios the tests need"),
+        .flag("file-mirror", help: "keep the vendor mirror in the file store even where a keyring could start "
+            + "(what happens without a Secret Service)"),
+        .value("readme", "FILE", help: "also put the table and picture between the lab:begin and lab:end comment "
+            + "lines of FILE, if it has them", mayRepeat: true),
+    ],
+    epilogue: """
+        It needs the openudid tool built beside it (swift build), Xvfb, and for the
+        Secret Service dbus-daemon and gnome-keyring-daemon (scripts/bootstrap).
+        Exit status: 0 success, 1 the lab failed (the message says why), 2 bad usage.
+        """)
 
 func say(_ text: String) {
     FileHandle.standardError.write(Data("openudid-lab: \(text)\n".utf8))
@@ -49,33 +52,12 @@ func cleanUpAfterInterruption() {
 
 // MARK: Arguments
 
-var outDirectory = "out/lab"
-var printsJSON = false
-var quick = false
-var fileMirror = false
-var readme: String?
-var words = Array(CommandLine.arguments.dropFirst())
-while !words.isEmpty {
-    let word = words.removeFirst()
-    switch word {
-    case "--json": printsJSON = true
-    case "--quick": quick = true
-    case "--file-mirror": fileMirror = true
-    case "--help", "-h":
-        print(usage)
-        exit(0)
-    case "--out", "--readme":
-        guard let value = words.first, !value.hasPrefix("--") else {
-            say("\(word) needs a value; see openudid-lab --help")
-            exit(2)
-        }
-        words.removeFirst()
-        if word == "--out" { outDirectory = value } else { readme = value }
-    default:
-        say("unknown argument \"\(word)\"; see openudid-lab --help")
-        exit(2)
-    }
-}
+let arguments = lab.parseOrExit()
+let outDirectory = arguments["out"]!  // it has a default
+let printsJSON = arguments.has("json")
+let quick = arguments.has("quick")
+let fileMirror = arguments.has("file-mirror")
+let readme = arguments["readme"]
 
 var signalSources: [DispatchSourceSignal] = []
 for number in [SIGINT, SIGTERM] {

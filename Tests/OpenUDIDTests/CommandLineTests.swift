@@ -3,6 +3,12 @@ import OpenUDIDKit
 import Testing
 import TestSupport
 
+/// How a usage error of `arguments` begins: the tool and the command, such as `openudid get: `.
+private func commandPrefix(_ arguments: [String]) -> String {
+    let commands = ["get", "serve", "slots", "remove-app", "opt-out"]
+    return arguments.first.map(commands.contains) == true ? "openudid \(arguments[0]): " : "openudid: "
+}
+
 /// The `openudid` tool's contract with scripts: help, exit codes, one-sentence errors.
 @Suite struct CommandLineTests {
     @Test(arguments: ["get", "serve", "slots", "remove-app", "opt-out"])
@@ -14,19 +20,19 @@ import TestSupport
     }
 
     @Test(arguments: [
-        (["get"], "get needs --app ID"),
+        (["get"], "needs --app ID"),
         (["get", "--app", "1acme.notes"], "is not a valid app id"),
         (["frobnicate"], "unknown command"),
         (["get", "--app", "com.acme.notes", "--policy", "sometimes"], "--policy must be follow or keep"),
         (["get", "--app", "com.acme.notes", "--mirror", "cloud"], "--mirror must be"),
-        (["get", "--app", "com.acme.notes", "--frobnicate"], "unknown option --frobnicate"),
+        (["get", "--app", "com.acme.notes", "--frobnicate"], "unknown option '--frobnicate'"),
     ])
     func misuseExitsWithStatusTwoAndOneSentence(arguments: [String], message: String) throws {
         let session = try TestSession(display: nil)
         let result = try session.run(arguments)
         #expect(result.status == 2)
         #expect(result.standardOutput.isEmpty)
-        #expect(result.standardError.hasPrefix("openudid: "))
+        #expect(result.standardError.hasPrefix(commandPrefix(arguments)), "\(result.standardError)")
         #expect(result.standardError.contains(message))
         #expect(result.standardError.split(separator: "\n").count == 1)
     }
@@ -54,18 +60,18 @@ import TestSupport
     }
 
     @Test(arguments: [
-        (["get", "--app", "com.acme.notes", "--scope", "xx"], "--scope must be shared or app, not \"xx\""),
+        (["get", "--app", "com.acme.notes", "--scope", "xx"], "--scope must be shared or app, not 'xx'"),
         (["serve", "--app", "com.acme.notes", "--scope", "xx"], "--scope must be shared or app"),
         (["remove-app", "--namespace", "../x", "com.acme.notes"], "\"../x\" is not a valid namespace"),
         (["get", "--app", "com.acme.notes", "--namespace", "../x"], "\"../x\" is not a valid namespace"),
-        (["remove-app", "com.acme.notes", "extra"], "unexpected argument \"extra\""),
-        (["get", "--app", "com.acme.notes", "stray"], "unexpected argument \"stray\""),
-        (["slots", "stray"], "unexpected argument \"stray\""),
-        (["get", "--app", "com.acme.notes", "--app", "com.acme.photos"], "--app is given twice"),
+        (["remove-app", "com.acme.notes", "extra"], "unexpected argument 'extra'"),
+        (["get", "--app", "com.acme.notes", "stray"], "unexpected argument 'stray'"),
+        (["slots", "stray"], "unexpected argument 'stray'"),
+        (["get", "--app", "com.acme.notes", "--app", "com.acme.photos"], "--app ID is given twice"),
         (["opt-out", "--app", "com.acme.notes", "--all"], "not both"),
         (["opt-out", "--app", "com.acme.notes", "--all", "--undo"], "not both"),
-        (["opt-out"], "opt-out needs --app ID or --all"),
-        (["remove-app", "--json", "com.acme.notes"], "remove-app does not take --json"),
+        (["opt-out"], "needs --app ID or --all"),
+        (["remove-app", "--json", "com.acme.notes"], "remove-app does not take '--json'"),
         (["remove-app", "com.acme.notes", "--app", "com.acme.notes"], "not both"),
         (["get", "--app", "com.acme.notes", "--display", ":1", "--no-display"], "contradict"),
         (["get", "--app", "com.acme.notes", "--vendor", "../x"], "is not a valid"),
@@ -75,7 +81,7 @@ import TestSupport
         let (result, session) = try run(arguments)
         #expect(result.status == 2, "\(result.standardError)")
         #expect(result.standardOutput.isEmpty)
-        #expect(result.standardError.hasPrefix("openudid: "))
+        #expect(result.standardError.hasPrefix(commandPrefix(arguments)), "\(result.standardError)")
         #expect(result.standardError.contains(message), "\(result.standardError)")
         let written = try allFiles(under: session.home.root.path)
         #expect(written.isEmpty, "files were written: \(written)")
@@ -127,5 +133,75 @@ import TestSupport
         } while !table.contains("selection 10 ") && Date() < deadline
         #expect(table.contains("selection 10 "), "\(table)")
         #expect(table.split(separator: "\n").filter { $0.hasPrefix("selection 1 ") }.count == 1, "\(table)")
+    }
+}
+
+/// The grammar every command shares: `--version`, `--`, both spellings of a value, and errors that name the word.
+@Suite struct CommandLineGrammarTests {
+    private func run(_ arguments: [String], in session: TestSession) throws -> CommandResult {
+        try runCommand(Tools.product("openudid"), arguments, environment: session.environment)
+    }
+
+    @Test(arguments: [["--version"], ["get", "--version"], ["remove-app", "--version"]])
+    func versionPrintsTheToolAndThePackageVersion(arguments: [String]) throws {
+        let result = try run(arguments, in: try TestSession(display: nil))
+        #expect(result.status == 0)
+        #expect(result.standardOutput == "openudid 0.1.0\n")
+        #expect(result.standardError.isEmpty)
+    }
+
+    @Test(arguments: [
+        (["get", "--ap", "com.acme.notes"], "openudid get: unknown option '--ap' (did you mean '--app'?)"),
+        (["gte", "--app", "com.acme.notes"], "openudid: unknown command 'gte' (did you mean 'get'?)"),
+        (["serve", "--app", "com.acme.notes", "--mirror", "cloud"],
+         "openudid serve: --mirror must be automatic, secret-service, file or none, not 'cloud'; see 'openudid serve --help'"),
+        (["slots", "--app", "com.acme.notes"],
+         "openudid slots: slots does not take '--app'; get, serve, remove-app and opt-out do; see 'openudid slots --help'"),
+        (["get", "--app"], "openudid get: --app ID needs a value; see 'openudid get --help'"),
+        (["get", "--app", "--json"], "openudid get: --app ID needs a value; see 'openudid get --help'"),
+        (["get", "--app", "com.acme.notes", "--", "--json"],
+         "openudid get: unexpected argument '--json': get takes no arguments; see 'openudid get --help'"),
+    ])
+    func anErrorNamesTheCommandAndTheWord(arguments: [String], line: String) throws {
+        let session = try TestSession(display: nil)
+        let result = try run(arguments, in: session)
+        #expect(result.status == 2)
+        #expect(result.standardError == line + "\n")
+        #expect(try allFiles(under: session.home.root.path).isEmpty)
+    }
+
+    @Test func aValueMayFollowAnEqualsSignOrASpace() throws {
+        let session = try TestSession(display: nil)
+        let joined = try run(["get", "--app=com.acme.notes", "--mirror=none", "--no-display", "--namespace=\(session.namespace)"],
+                             in: session)
+        #expect(joined.status == 0, "\(joined.standardError)")
+        #expect(joined.standardOutput.count == 41)
+        let spaced = try session.get("com.acme.notes", ["--mirror", "none", "--no-display"])
+        #expect(spaced + "\n" == joined.standardOutput)
+    }
+
+    @Test func wordsAfterDoubleDashAreArgumentsEvenWhenTheyLookLikeOptions() throws {
+        let session = try TestSession(display: nil)
+        _ = try session.get("com.acme.notes", ["--mirror", "none", "--no-display"])
+        let result = try run(["remove-app", "--namespace", session.namespace, "--", "com.acme.notes"], in: session)
+        #expect(result.status == 0, "\(result.standardError)")
+        let slots = try session.run(["slots", "--no-display", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(slots.standardOutput.utf8)) as? [String: Any]
+        #expect((object?["slots"] as? [[String: Any]])?.contains { $0["app"] as? String == "com.acme.notes" } == false)
+    }
+
+    @Test func helpIsGeneratedFromTheOptionsEachCommandTakes() throws {
+        let session = try TestSession(display: nil)
+        let root = try run(["--help"], in: session)
+        #expect(root.status == 0)
+        for command in ["get", "serve", "slots", "remove-app", "opt-out"] { #expect(root.standardOutput.contains("\n  \(command) ")) }
+        let get = try run(["get", "-h"], in: session).standardOutput
+        for option in ["--app ID", "--json", "--scope shared|app", "--display NAME", "--no-display", "--no-files", "--namespace NAME",
+                       "--policy follow|keep", "--mirror automatic|secret-service|file|none", "--vendor NAME", "--slots N", "--version"] {
+            #expect(get.contains("\n  \(option) ") || get.contains("\n  \(option)\n"), "\(option)")
+        }
+        let removeApp = try run(["help", "remove-app"], in: session).standardOutput
+        #expect(removeApp.hasPrefix("usage: openudid remove-app ID [--namespace NAME]"))
+        #expect(!removeApp.contains("--display"))
     }
 }

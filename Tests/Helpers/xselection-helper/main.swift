@@ -1,75 +1,129 @@
-// A separate process that owns selections for the tests.
-//
-//   xselection-helper own --prefix P --count N [--start K] --target T [--type TY] [--format 8|16|32]
-//                         (--text S | --file PATH | --size BYTES) [--incr-threshold BYTES] [--if-free]
-//   xselection-helper hostile --selection NAME --behavior B [--size BYTES] [--announce BYTES]
-//                             [--chunk BYTES] [--stall-after BYTES]
-//   xselection-helper steal --prefix P --start K --count N [--every-ms MS] --text S
-//   xselection-helper stall-many --prefix P --start K --count N
-//   xselection-helper flood --selection NAME [--target T] [--seconds S] [--window N]
-//   xselection-helper flood --unread --selection NAME [--target T] [--seconds S] [--distinct-windows N]
-//   xselection-helper request --selection NAME --targets T[,T2,...] [--time T] [--no-property] [--deadline SECONDS]
-//   xselection-helper request --selection NAME --targets T --die-after-first-chunk
-//   xselection-helper host-error-handler --selection NAME
-//   xselection-helper open [--display D]
-//   xselection-helper time --what roundtrip|unowned|sequential|pipelined --prefix P --count N
-//                          [--target T] [--warmup W] [--reps R]
-//   xselection-helper flood-rate --selection NAME [--target T] [--window K] [--interval-ms MS] [--intervals N]
+// A separate process that owns selections for the tests; `xselection-helper --help`
+// lists its modes, `xselection-helper <mode> --help` their options.
 //
 // As an owner it prints "ready <window> <client>" once it serves, "lost <name>" when
 // a selection is taken from it, and runs until killed. `time` and `flood-rate` are the
 // plain-Xlib baselines of the benchmark; they print their figures and exit.
+import CommandLineKit
 import Foundation
 import XSelection
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-guard let mode = arguments.first else {
-    FileHandle.standardError.write(Data("usage: xselection-helper own|hostile|request|host-error-handler|open|time|flood|flood-rate ...\n".utf8))
-    exit(2)
+// Options several modes share, defined once.
+private func selection(default name: String) -> Option { .value("selection", "NAME", help: "the selection", default: name) }
+private func prefix(default name: String) -> Option {
+    .value("prefix", "P", help: "the selection, or the prefix of the numbered selections", default: name)
+}
+private let target = Option.value("target", "T", help: "the target to serve or ask for", default: "UTF8_STRING")
+private func count(default number: String) -> Option {
+    .value("count", "N", help: "how many numbered selections", default: number, check: .integer(in: 1...100_000))
+}
+private let start = Option.value("start", "K", help: "the number of the first selection", default: "0", check: .integer(in: 0...Int.max))
+private func whole(_ name: String, _ valueName: String, help: String, default value: String? = nil) -> Option {
+    .value(name, valueName, help: help, default: value, check: .integer(in: 0...Int.max))
+}
+private func seconds(_ name: String, help: String, default value: String) -> Option {
+    .value(name, "SECONDS", help: help, default: value, check: .number(atLeast: 0))
 }
 
-func option(_ name: String) -> String? {
-    let arguments = Array(CommandLine.arguments.dropFirst())
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
+let helper = Command("xselection-helper", abstract: "owns selections in a separate process for the tests", subcommands: [
+    Command("own", abstract: "own selections honestly through XSelection until killed", options: [
+        prefix(default: "_XSELECTION_TEST"), count(default: "1"), start, target,
+        .value("type", "TY", help: "the type of the reply (default: the target)"),
+        .value("format", "F", help: "the format of the reply", default: "8", check: .oneOf(["8", "16", "32"])),
+        .value("text", "S", help: "the text to serve, {i} standing for the selection's number", default: "hello"),
+        .value("file", "PATH", help: "serve the bytes of PATH exactly"),
+        whole("size", "BYTES", help: "serve BYTES bytes of a pattern"),
+        whole("incr-threshold", "BYTES", help: "the size from which replies go by INCR"),
+        .flag("if-free", help: "claim only selections nobody owns"),
+    ]),
+    Command("hostile", abstract: "own a selection as a misbehaving raw X client", options: [
+        selection(default: "_XSELECTION_HOSTILE"),
+        .value("behavior", "B", help: "how to misbehave", default: "silent",
+               check: .oneOf(["silent", "wrong-property", "no-property", "bad-format", "garbage", "huge-incr", "stall-incr",
+                              "die-mid-incr"])),
+        whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
+        whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
+        whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
+        whole("stall-after", "BYTES", help: "stall-incr stops sending after BYTES", default: "0"),
+    ]),
+    Command("steal", abstract: "take selections from their owners again and again", options: [
+        prefix(default: "_XSELECTION_TEST"), start, count(default: "1"),
+        whole("every-ms", "MS", help: "how often to take them", default: "50"),
+        .value("text", "S", help: "the text to serve", default: "hello"),
+    ]),
+    Command("stall-many", abstract: "own selections and never answer", options: [
+        prefix(default: "_XSELECTION_TEST"), start, count(default: "1"),
+    ]),
+    Command("flood", abstract: "ask for a selection as fast as the server lets", options: [
+        selection(default: "_XSELECTION_TEST"), target, seconds("seconds", help: "how long", default: "3"),
+        whole("window", "N", help: "how many requests may be outstanding", default: "2000"),
+        .flag("unread", help: "never read the replies"),
+        whole("distinct-windows", "N", help: "with --unread, how many requestor windows", default: "1"),
+    ]),
+    Command("request", abstract: "ask for a selection with raw Xlib and print what comes back", options: [
+        selection(default: "_XSELECTION_TEST"),
+        .value("targets", "T[,T2,...]", help: "the targets to ask for", default: "UTF8_STRING"),
+        whole("time", "T", help: "the timestamp of the request", default: "0"),
+        .flag("no-property", help: "ask with no property (the obsolete form)"),
+        seconds("deadline", help: "how long to wait", default: "5"),
+        .flag("die-after-first-chunk", help: "exit in the middle of an INCR transfer"),
+    ]),
+    Command("host-error-handler", abstract: "read through XSelection in a host that installed its own X error handler",
+            options: [selection(default: "_XSELECTION_HOST")]),
+    Command("open", abstract: "open a display through XSelection and report how it went",
+            options: [.value("display", "D", help: "the display (default: $DISPLAY)")]),
+    Command("time", abstract: "time plain-Xlib reads: the baselines of the benchmark", options: [
+        .value("what", "WHAT", help: "what to time", default: "roundtrip",
+               check: .oneOf(["roundtrip", "unowned", "sequential", "pipelined"])),
+        prefix(default: "_XSELECTION_TIME_"), count(default: "100"), target,
+        whole("warmup", "W", help: "untimed passes", default: "10"),
+        whole("reps", "R", help: "timed passes", default: "50"),
+    ]),
+    Command("flood-rate", abstract: "keep a window of requests outstanding and print the rate per interval", options: [
+        selection(default: "_XSELECTION_TEST"), target,
+        whole("window", "K", help: "how many requests may be outstanding", default: "64"),
+        whole("interval-ms", "MS", help: "the length of an interval", default: "500"),
+        whole("intervals", "N", help: "how many intervals", default: "5"),
+    ]),
+])
 
+let arguments = helper.parseOrExit()
+
+/// The value of option `name`, which has a default.
+func value(_ name: String) -> String { arguments[name]! }
+/// The whole number of option `name`, which has a default and was checked.
+func number(_ name: String) -> Int { arguments.integer(name)! }
 
 /// Prints one line and flushes, so the test sees it at once.
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-switch mode {
+switch arguments.name {
 case "own":
-    let prefix = option("--prefix") ?? "_XSELECTION_TEST"
-    let count = Int(option("--count") ?? "1") ?? 1
-    let start = Int(option("--start") ?? "0") ?? 0
-    let target = option("--target") ?? "UTF8_STRING"
-    let type = option("--type") ?? target
-    let format = Int(option("--format") ?? "8") ?? 8
+    let prefix = value("prefix"), count = number("count"), start = number("start")
+    let target = value("target")
     let bytes: [UInt8]
-    if let file = option("--file") {
+    if let file = arguments["file"] {
         // Arbitrary bytes, served exactly as given (no {i} substitution).
         guard let contents = FileManager.default.contents(atPath: file) else {
             FileHandle.standardError.write(Data("xselection-helper: cannot read \(file)\n".utf8))
             exit(1)
         }
         bytes = Array(contents)
-    } else if let size = option("--size").flatMap(Int.init) {
+    } else if let size = arguments.integer("size") {
         bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
     } else {
-        bytes = Array((option("--text") ?? "hello").utf8)
+        bytes = Array(value("text").utf8)
     }
-    let threshold = option("--incr-threshold").flatMap(Int.init)
     do {
-        let owner = try SelectionOwner(options: .init(incrThreshold: threshold))
+        let owner = try SelectionOwner(options: .init(incrThreshold: arguments.integer("incr-threshold")))
         for index in start..<(start + count) {
-            let name = SelectionName(count == 1 && option("--count") == nil ? prefix : "\(prefix)\(index)")
-            let data = option("--text") == nil ? bytes
+            let name = SelectionName(count == 1 && !arguments.isGiven("count") ? prefix : "\(prefix)\(index)")
+            let data = !arguments.isGiven("text") ? bytes
                 : Array(String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{i}", with: String(index)).utf8)
-            let result = try owner.claim(name, payloads: [SelectionPayload(target: target, type: type, format: format, bytes: data)],
-                                         mode: arguments.contains("--if-free") ? .ifFree : .always)
+            let payload = SelectionPayload(target: target, type: arguments["type"] ?? target, format: number("format"), bytes: data)
+            let result = try owner.claim(name, payloads: [payload], mode: arguments.has("if-free") ? .ifFree : .always)
             if case .claimed = result {} else { say("not-claimed \(name) \(result)") }
         }
         say("ready \(owner.window)")
@@ -90,41 +144,33 @@ case "own":
         exit(1)
     }
 case "steal":
-    runSteal(prefix: option("--prefix") ?? "_XSELECTION_TEST", start: Int(option("--start") ?? "0") ?? 0,
-             count: Int(option("--count") ?? "1") ?? 1, milliseconds: Int(option("--every-ms") ?? "50") ?? 50,
-             text: option("--text") ?? "hello")
+    runSteal(prefix: value("prefix"), start: number("start"), count: number("count"), milliseconds: number("every-ms"),
+             text: value("text"))
 case "stall-many":
-    runStallMany(prefix: option("--prefix") ?? "_XSELECTION_TEST", start: Int(option("--start") ?? "0") ?? 0,
-                 count: Int(option("--count") ?? "1") ?? 1)
+    runStallMany(prefix: value("prefix"), start: number("start"), count: number("count"))
 case "hostile":
-    runHostile(selection: option("--selection") ?? "_XSELECTION_HOSTILE", behavior: option("--behavior") ?? "silent",
-               size: Int(option("--size") ?? "") ?? 10 * 1024 * 1024, announce: option("--announce").flatMap(Int.init),
-               chunkSize: Int(option("--chunk") ?? "") ?? 4096, stallAfter: Int(option("--stall-after") ?? "") ?? 0)
-case "flood" where arguments.contains("--unread"):
-    runUnreadFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
-                   seconds: Double(option("--seconds") ?? "") ?? 3, windows: Int(option("--distinct-windows") ?? "") ?? 1)
+    runHostile(selection: value("selection"), behavior: value("behavior"), size: number("size"),
+               announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"))
+case "flood" where arguments.has("unread"):
+    runUnreadFlood(selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!,
+                   windows: number("distinct-windows"))
 case "flood":
-    runFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
-             seconds: Double(option("--seconds") ?? "") ?? 3, window: Int(option("--window") ?? "") ?? 2000)
-case "request" where arguments.contains("--die-after-first-chunk"):
-    runDyingRequest(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--targets") ?? "UTF8_STRING")
+    runFlood(selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!, window: number("window"))
+case "request" where arguments.has("die-after-first-chunk"):
+    runDyingRequest(selection: value("selection"), target: value("targets"))
 case "request":
-    runRequest(selection: option("--selection") ?? "_XSELECTION_TEST", targets: (option("--targets") ?? "UTF8_STRING").split(separator: ",").map(String.init),
-               time: UInt(option("--time") ?? "0") ?? 0, noProperty: arguments.contains("--no-property"),
-               deadline: Double(option("--deadline") ?? "") ?? 5)
+    runRequest(selection: value("selection"), targets: value("targets").split(separator: ",").map(String.init),
+               time: UInt(number("time")), noProperty: arguments.has("no-property"), deadline: arguments.number("deadline")!)
 case "host-error-handler":
-    runHostWithErrorHandler(selection: option("--selection") ?? "_XSELECTION_HOST")
+    runHostWithErrorHandler(selection: value("selection"))
 case "open":
-    runOpen(display: option("--display"))
+    runOpen(display: arguments["display"])
 case "time":
-    runTiming(what: option("--what") ?? "roundtrip", prefix: option("--prefix") ?? "_XSELECTION_TIME_",
-              count: Int(option("--count") ?? "100") ?? 100, target: option("--target") ?? "UTF8_STRING",
-              warmup: Int(option("--warmup") ?? "10") ?? 10, reps: Int(option("--reps") ?? "50") ?? 50)
+    runTiming(what: value("what"), prefix: value("prefix"), count: number("count"), target: value("target"),
+              warmup: number("warmup"), reps: number("reps"))
 case "flood-rate":
-    runRateFlood(selection: option("--selection") ?? "_XSELECTION_TEST", target: option("--target") ?? "UTF8_STRING",
-             window: Int(option("--window") ?? "64") ?? 64, intervalMilliseconds: Int(option("--interval-ms") ?? "500") ?? 500,
-             intervals: Int(option("--intervals") ?? "5") ?? 5)
+    runRateFlood(selection: value("selection"), target: value("target"), window: number("window"),
+                 intervalMilliseconds: number("interval-ms"), intervals: number("intervals"))
 default:
-    FileHandle.standardError.write(Data("xselection-helper: unknown mode \(mode)\n".utf8))
-    exit(2)
+    preconditionFailure("the parser let through a mode the helper does not run: \(arguments.name)")
 }
