@@ -127,33 +127,29 @@ case "get":
     if let why = unsavedReason(report) { fail(why, status: Exit.unsaved) }
 
 case "serve":
-    let udid = handle()
-    // A parent may have started us with these signals blocked (a mask inherited
-    // through exec); unblock them so that SIGTERM really stops the service.
+    // SIGINT and SIGTERM stay blocked in every thread (threads inherit the
+    // mask, and none exists yet) and wait, pending, for sigwait below. A
+    // signal that comes early, before the first identifier is out, is never
+    // lost: a dispatch signal source installs its handler later, on another
+    // thread, and a signal in between was ignored, leaving the service running.
+    // (Blocking also overrides a mask a parent may have left: the signal is
+    // taken by sigwait either way.)
     var stopSignals = sigset_t()
     sigemptyset(&stopSignals)
     sigaddset(&stopSignals, SIGINT)
     sigaddset(&stopSignals, SIGTERM)
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+    pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+    let udid = handle()
     let appScoped = parsed["scope"] == "app"
     let participation = udid.participate()
-    let done = DispatchSemaphore(value: 0)
-    var sources: [DispatchSourceSignal] = []
-    for number in [SIGINT, SIGTERM] {
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { done.signal() }
-        source.resume()
-        sources.append(source)
-    }
     // Detached: the main thread is about to block waiting for a signal.
     Task.detached {
         for await change in participation.changes {
             printLine(appScoped ? change.report.appScoped.uuidString.lowercased() : change.identifier.hex)
         }
     }
-    done.wait()
+    var received: Int32 = 0
+    while sigwait(&stopSignals, &received) != 0 {}
     participation.stop()
     exit(Exit.success)
 
