@@ -50,7 +50,7 @@ public struct ExampleApp: Sendable {
 
         // First of all, so that a SIGTERM while the app starts still ends it cleanly.
         let inbox = SignalInbox()
-        let signalSources = inbox.install()
+        inbox.install()
 
         let udid: OpenUDID
         do {
@@ -73,7 +73,7 @@ public struct ExampleApp: Sendable {
         let controller = Controller(udid: udid, participation: udid.participate(), window: window, page: page, quit: inbox.quit)
         inbox.whenToggled { controller.requestToggle() }
         let sources = controller.start()
-        withExtendedLifetime((signalSources, sources)) { inbox.quit.wait() }
+        withExtendedLifetime(sources) { inbox.quit.wait() }
         controller.shutDown()
         exit(0)
     }
@@ -99,29 +99,34 @@ private final class SignalInbox: Sendable {
         onToggle.withLock { $0 = action }
     }
 
-    /// Takes the signals as events; the caller keeps the returned sources alive.
-    func install() -> [any DispatchSourceProtocol] {
-        // A parent may have started us with these signals blocked (a mask
-        // inherited through exec); unblock them, and take them as events.
+    /// Takes the signals as events, on a thread of their own.
+    ///
+    /// The signals are blocked first, in this thread and so in every thread
+    /// started after it, and a thread takes them with `sigwait`: a signal that
+    /// comes at any moment after this call waits, pending, to be taken. (A
+    /// dispatch signal source installs its handler later, on another thread;
+    /// a signal in between was lost, and a parent's SIGTERM went unheard.)
+    /// Call it before anything starts a thread.
+    func install() {
         var handled = sigset_t()
         sigemptyset(&handled)
-        for number in [SIGINT, SIGTERM, SIGUSR1] {
-            signal(number, SIG_IGN)
-            sigaddset(&handled, number)
-        }
-        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
-        return [SIGINT, SIGTERM, SIGUSR1].map { number -> any DispatchSourceProtocol in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
+        for number in [SIGINT, SIGTERM, SIGUSR1] { sigaddset(&handled, number) }
+        pthread_sigmask(SIG_BLOCK, &handled, nil)
+        let blocked = handled
+        let thread = Thread { [self] in
+            var waitingFor = blocked
+            while true {
+                var number: Int32 = 0
+                guard sigwait(&waitingFor, &number) == 0 else { continue }
                 if number == SIGUSR1 {
                     onToggle.withLock { $0 }?()
                 } else {
                     quit.signal()
                 }
             }
-            source.resume()
-            return source
         }
+        thread.name = "signals"
+        thread.start()
     }
 }
 
