@@ -16,14 +16,17 @@ private func copy(_ text: String, into out: UnsafeMutablePointer<CChar>?, size: 
 /// `openudid_value`: the shared identifier, 40 hex digits.
 @c @implementation
 public func openudid_value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
-    openudid_value_n(pointer, out, Int(OPENUDID_VALUE_SIZE))
+    value(pointer, out, Int(OPENUDID_VALUE_SIZE), function: "openudid_value")
 }
 
 /// `openudid_value_n`: the shared identifier into a buffer of `size` bytes.
 @c @implementation
 public func openudid_value_n(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    value(pointer, out, size, function: "openudid_value_n")
+}
+
+private func value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int, function: String) -> Int32 {
     status { () throws(CallFailure) in
-        let function = "openudid_value"
         let handle = try handle(pointer, of: function)
         _ = try required(out, "out", of: function)
         try copy(handle.udid.value().hex, into: out, size: size, of: function)
@@ -33,14 +36,17 @@ public func openudid_value_n(_ pointer: OpaquePointer?, _ out: UnsafeMutablePoin
 /// `openudid_app_value`: the value derived for this app alone, a UUID.
 @c @implementation
 public func openudid_app_value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
-    openudid_app_value_n(pointer, out, Int(OPENUDID_APP_VALUE_SIZE))
+    appValue(pointer, out, Int(OPENUDID_APP_VALUE_SIZE), function: "openudid_app_value")
 }
 
 /// `openudid_app_value_n`: the app-scoped value into a buffer of `size` bytes.
 @c @implementation
 public func openudid_app_value_n(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    appValue(pointer, out, size, function: "openudid_app_value_n")
+}
+
+private func appValue(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int, function: String) -> Int32 {
     status { () throws(CallFailure) in
-        let function = "openudid_app_value"
         let handle = try handle(pointer, of: function)
         _ = try required(out, "out", of: function)
         try copy(handle.udid.appScopedValue().uuidString.lowercased(), into: out, size: size, of: function)
