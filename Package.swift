@@ -95,6 +95,13 @@ let package = Package(
             dependencies: ["XSelection", "TestSupport", "xselection-helper"]
         ),
         .testTarget(
+            // libopenudid as C, C++, Python and GTK programs use it: installed
+            // into a temporary prefix, compiled against, run beside Swift apps.
+            name: "CInterfaceTests",
+            dependencies: ["TestSupport", "openudid", "acme-notes", "indie-chess"],
+            exclude: ["Programs"]
+        ),
+        .testTarget(
             name: "OpenUDIDTests",
             dependencies: ["OpenUDIDKit", "TestSupport", "openudid", "xselection-helper"]
         ),
