@@ -123,6 +123,7 @@ do {
         let identifier = try bench.prepareBusyNamespace()
         try bench.coldValue(expected: identifier)
         try bench.footprint(expected: identifier)
+        try bench.cHostFootprint()
         bench.stopOwners()
     }
     try section("serve") { try bench.serving() }

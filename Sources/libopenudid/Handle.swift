@@ -1,0 +1,126 @@
+import Dispatch
+import Foundation
+import OpenUDIDKit
+import Synchronization
+
+/// What `openudid *` stands for: an `OpenUDID` and, once asked for, its participation.
+final class Handle: Sendable {
+    let udid: OpenUDID
+    private let participating = Mutex<Participating?>(nil)
+
+    init(_ udid: OpenUDID) {
+        self.udid = udid
+    }
+
+    /// The running participation, if any.
+    var participation: Participation? {
+        participating.withLock { $0?.participation }
+    }
+
+    /// Starts participating, calling `listener` (when given) with each change.
+    func participate(_ listener: ChangeListener?) throws(CallFailure) {
+        try participating.withLock { (current: inout Participating?) throws(CallFailure) in
+            guard current == nil else {
+                throw CallFailure(.busy, "openudid_participate: \(udid.app.id) already participates through this handle; "
+                    + "one participation per handle (openudid_close ends it)")
+            }
+            current = Participating(udid.participate(), listener: listener)
+        }
+    }
+
+    /// Ends the participation: no callback runs after this returns (unless
+    /// called from that callback), and the selection slot is released.
+    func close() {
+        participating.withLock { $0 }?.stop()
+    }
+}
+
+/// A participation with the task that hands its changes to C.
+final class Participating: Sendable {
+    let participation: Participation
+    private let listener: ChangeListener?
+    private let forwarding: Task<Void, Never>?
+
+    init(_ participation: Participation, listener: ChangeListener?) {
+        self.participation = participation
+        self.listener = listener
+        if let listener {
+            let changes = participation.changes
+            forwarding = Task.detached {
+                for await change in changes {
+                    listener.enqueue(change.identifier.hex)
+                }
+            }
+        } else {
+            forwarding = nil
+        }
+    }
+
+    func stop() {
+        listener?.stop()
+        participation.stop()
+        forwarding?.cancel()
+    }
+}
+
+/// Calls a C callback with each new identifier, one call at a time and in
+/// order, on a serial queue of its own: a callback that blocks (a Python one
+/// waiting for its interpreter lock) holds up nobody else's work.
+final class ChangeListener: @unchecked Sendable {
+    typealias Callback = @convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void
+
+    private let callback: Callback
+    // The caller's context, passed back untouched; the library never reads it.
+    private let context: UnsafeMutableRawPointer?
+    private let queue = DispatchQueue(label: "openudid.on_change")
+    // `stopped` and `calling` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var stopped = false
+    private var calling: pthread_t?
+
+    init(_ callback: @escaping Callback, context: UnsafeMutableRawPointer?) {
+        self.callback = callback
+        self.context = context
+    }
+
+    /// Queues a call with `id`.
+    func enqueue(_ id: String) {
+        queue.async { [self] in
+            condition.withLock {
+                guard !stopped else { return false }
+                calling = pthread_self()
+                return true
+            } ? call(id) : ()
+        }
+    }
+
+    private func call(_ id: String) {
+        id.withCString { callback($0, context) }
+        condition.withLock {
+            calling = nil
+            condition.broadcast()
+        }
+    }
+
+    /// Calls nothing more; waits for a call under way on another thread to return.
+    func stop() {
+        condition.withLock {
+            stopped = true
+            while let thread = calling, pthread_equal(thread, pthread_self()) == 0 {
+                condition.wait()
+            }
+        }
+    }
+}
+
+/// Every `openudid *` C holds.
+let handleRegistry = Registry<Handle>()
+
+/// The handle C's pointer stands for.
+func handle(_ pointer: OpaquePointer?, of function: String) throws(CallFailure) -> Handle {
+    guard let pointer else { throw CallFailure(.invalidArgument, "\(function): handle is NULL; open one with openudid_open") }
+    guard let handle = handleRegistry.object(pointer) else {
+        throw CallFailure(.invalidArgument, "\(function): handle \(pointer) is not open (never opened, or already closed)")
+    }
+    return handle
+}

@@ -1,0 +1,47 @@
+import COpenUDID
+import Foundation
+import OpenUDIDKit
+
+/// Opens a handle for `openudid_open` and `openudid_open_with`.
+private func open(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ optionsPointer: OpaquePointer?,
+                  _ out: UnsafeMutablePointer<OpaquePointer?>?, function: String) -> Int32 {
+    out?.pointee = nil
+    return status { () throws(CallFailure) in
+        let out = try required(out, "out", of: function)
+        let app = try text(app, "app", of: function, required: true)!
+        let vendor = try text(vendor, "vendor", of: function)
+        var configuration = OpenUDID.Configuration()
+        if optionsPointer != nil {
+            configuration = try options(optionsPointer, of: function).configuration.withLock { $0 }
+            // The environment as it is now, as for a handle opened without options.
+            configuration.environment = ProcessInfo.processInfo.environment
+        }
+        let udid: OpenUDID
+        do throws(OpenUDIDError) {
+            udid = try OpenUDID(app: app, vendor: vendor, configuration: configuration)
+        } catch {
+            throw CallFailure(error)
+        }
+        out.pointee = handleRegistry.register(Handle(udid))
+    }
+}
+
+/// `openudid_open`: a handle for `app` with the default options.
+@c @implementation
+public func openudid_open(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?,
+                          _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    open(app, vendor, nil, out, function: "openudid_open")
+}
+
+/// `openudid_open_with`: a handle for `app` with `options`.
+@c @implementation
+public func openudid_open_with(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ options: OpaquePointer?,
+                               _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    open(app, vendor, options, out, function: "openudid_open_with")
+}
+
+/// `openudid_close`: ends the participation and frees the handle; NULL and unknown pointers are ignored.
+@c @implementation
+public func openudid_close(_ pointer: OpaquePointer?) {
+    handleRegistry.remove(pointer)?.close()
+}

@@ -1,0 +1,33 @@
+import COpenUDID
+import OpenUDIDKit
+
+/// `openudid_participate`: takes part in the session until `openudid_close`.
+@c @implementation
+public func openudid_participate(_ pointer: OpaquePointer?,
+                                 _ onChange: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void)?,
+                                 _ context: UnsafeMutableRawPointer?) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: "openudid_participate")
+        try handle.participate(onChange.map { ChangeListener($0, context: context) })
+    }
+}
+
+/// `openudid_opt_out`: opts this app out until `openudid_opt_in`.
+@c @implementation
+public func openudid_opt_out(_ pointer: OpaquePointer?) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: "openudid_opt_out")
+        do throws(OpenUDIDError) { try handle.udid.optOut() } catch { throw CallFailure(error) }
+        handle.participation?.refresh()
+    }
+}
+
+/// `openudid_opt_in`: undoes `openudid_opt_out`.
+@c @implementation
+public func openudid_opt_in(_ pointer: OpaquePointer?) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: "openudid_opt_in")
+        do throws(OpenUDIDError) { try handle.udid.optIn() } catch { throw CallFailure(error) }
+        handle.participation?.refresh()
+    }
+}

@@ -1,0 +1,89 @@
+import COpenUDID
+import Glibc
+import OpenUDIDKit
+
+/// Copies `text` and its NUL into `out`, a buffer of `size` bytes.
+private func copy(_ text: String, into out: UnsafeMutablePointer<CChar>?, size: Int, of function: String) throws(CallFailure) {
+    let out = try required(out, "out", of: function)
+    let bytes = Array(text.utf8CString)
+    guard size >= bytes.count else {
+        throw CallFailure(.bufferTooSmall, "\(function): the buffer holds \(size) bytes; the answer needs \(bytes.count) "
+            + "(\(bytes.count - 1) characters and a NUL)")
+    }
+    bytes.withUnsafeBufferPointer { out.update(from: $0.baseAddress!, count: $0.count) }
+}
+
+/// `openudid_value`: the shared identifier, 40 hex digits.
+@c @implementation
+public func openudid_value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
+    value(pointer, out, Int(OPENUDID_VALUE_SIZE), function: "openudid_value")
+}
+
+/// `openudid_value_n`: the shared identifier into a buffer of `size` bytes.
+@c @implementation
+public func openudid_value_n(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    value(pointer, out, size, function: "openudid_value_n")
+}
+
+private func value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int, function: String) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: function)
+        _ = try required(out, "out", of: function)
+        try copy(handle.udid.value().hex, into: out, size: size, of: function)
+    }
+}
+
+/// `openudid_app_value`: the value derived for this app alone, a UUID.
+@c @implementation
+public func openudid_app_value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
+    appValue(pointer, out, Int(OPENUDID_APP_VALUE_SIZE), function: "openudid_app_value")
+}
+
+/// `openudid_app_value_n`: the app-scoped value into a buffer of `size` bytes.
+@c @implementation
+public func openudid_app_value_n(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    appValue(pointer, out, size, function: "openudid_app_value_n")
+}
+
+private func appValue(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?, _ size: Int, function: String) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: function)
+        _ = try required(out, "out", of: function)
+        try copy(handle.udid.appScopedValue().uuidString.lowercased(), into: out, size: size, of: function)
+    }
+}
+
+/// `openudid_refresh`: resolves again now.
+@c @implementation
+public func openudid_refresh(_ pointer: OpaquePointer?) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: "openudid_refresh")
+        if let participation = handle.participation {
+            participation.refresh()
+        } else {
+            _ = handle.udid.resolve(refresh: true)
+        }
+    }
+}
+
+/// `openudid_report_json`: the latest resolution as JSON, for the caller to free.
+@c @implementation
+public func openudid_report_json(_ pointer: OpaquePointer?) -> UnsafeMutablePointer<CChar>! {
+    let found: Handle
+    do {
+        found = try handle(pointer, of: "openudid_report_json")
+    } catch {
+        _ = fail(error.code, error.message)
+        return nil
+    }
+    let json = found.udid.resolve().json()
+    guard let copy = malloc(json.count + 1)?.assumingMemoryBound(to: CChar.self) else {
+        _ = fail(.noMemory, "openudid_report_json: could not allocate \(json.count + 1) bytes for the report")
+        return nil
+    }
+    json.withUnsafeBytes { bytes in
+        UnsafeMutableRawPointer(copy).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+    }
+    copy[json.count] = 0
+    return copy
+}

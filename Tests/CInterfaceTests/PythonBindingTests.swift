@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The Python binding, installed with pip from bindings/python into a
+/// temporary directory, loading the installed libopenudid, beside Swift apps
+/// on one private X server.
+@Suite struct PythonBindingTests {
+    static let zeros = String(repeating: "0", count: 40)
+
+    /// `pip install --target` of bindings/python, once per test process.
+    static let installed = Result { () throws -> URL in
+        let installation = try Installation.shared.get()
+        let target = installation.binaries.deletingLastPathComponent().appendingPathComponent("python")
+        let result = try runCommand(Tools.find("python3"),
+                                    ["-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check", "--target", target.path,
+                                     Installation.packageRoot.appendingPathComponent("bindings/python").path],
+                                    environment: installation.environment(), timeout: 120)
+        guard result.status == 0 else { throw HarnessError("pip install bindings/python failed: \(result.standardError)") }
+        return target
+    }
+
+    /// The environment of a Python app: the session's, the pip target on its path, and the installed library.
+    private func environment(_ session: TestSession, locate: Bool = true) throws -> [String: String] {
+        var environment = try Installation.shared.get().environment(session.environment)
+        environment["PYTHONPATH"] = try Self.installed.get().path
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        if !locate { environment["LD_LIBRARY_PATH"] = nil }
+        return environment
+    }
+
+    private func python(_ code: String, session: TestSession, extra: [String: String] = [:]) throws -> CommandResult {
+        var environment = try environment(session)
+        environment.merge(extra) { $1 }
+        return try runCommand(Tools.find("python3"), ["-c", code, session.namespace], environment: environment)
+    }
+
+    @Test func aPythonAppAgreesWithSwiftAppsAndFollowsItsOptOut() throws {
+        let server = try PrivateXServer()
+        let session = try TestSession(display: server.display)
+        let notes = try ChildProcess(Tools.product("acme-notes"), ["--namespace", session.namespace, "--mirror", "file"],
+                                     environment: session.environment)
+        let shared = try #require(notes.nextLine(timeout: 15), "acme-notes printed nothing: \(notes.standardError)")
+        let serve = try session.serve("org.indie.chess", ["--mirror", "file"])
+        #expect(serve.current == shared)
+
+        let client = Installation.programs.appendingPathComponent("client.py")
+        let child = try ChildProcess(Tools.find("python3"), [client.path, "org.example.python", session.namespace],
+                                     environment: try environment(session))
+        #expect(child.nextLine(timeout: 15) == "value \(shared)", "\(child.standardError)")
+        let appLine = try #require(child.nextLine(timeout: 5))
+        #expect(appLine.hasPrefix("app ") && appLine.count == 40 && !appLine.contains(shared))
+        #expect(child.nextLine(timeout: 5) == "origin consensus")
+        #expect(child.nextLine(timeout: 10) == "change \(shared)")
+
+        child.signal(SIGUSR1)
+        #expect(child.nextLine(timeout: 10) == "change \(Self.zeros)", "\(child.standardError)")
+        #expect(serve.current == shared)
+        child.signal(SIGUSR1)
+        #expect(child.nextLine(timeout: 10) == "change \(shared)", "\(child.standardError)")
+        child.signal(SIGTERM)
+        #expect(child.nextLine(timeout: 10) == "closed")
+        #expect(child.wait(timeout: 10) == 0, "\(child.standardError)")
+        serve.stop()
+        notes.signal(SIGTERM)
+        notes.wait(timeout: 10)
+    }
+
+    @Test func errorsAreExceptionsWithTheLibrarysCodeAndMessage() throws {
+        let session = try TestSession(display: nil)
+        let result = try python("""
+            import sys, openudid
+            def show(call):
+                try:
+                    call()
+                    print("no error")
+                except openudid.Error as error:
+                    print(error.code, "|", error.message)
+            show(lambda: openudid.OpenUDID("notes"))
+            show(lambda: openudid.OpenUDID("org.example.python", namespace="bad ns!"))
+            show(lambda: openudid.OpenUDID("org.example.python", mirror="cloud"))
+            show(lambda: openudid.remove_app("x"))
+            udid = openudid.OpenUDID("org.example.python", namespace=sys.argv[1], selections=False, mirror="file")
+            udid.participate()
+            show(lambda: udid.participate())
+            udid.close()
+            show(lambda: udid.value())
+            print(openudid.EAPP, openudid.ENAMESPACE, openudid.EINVAL, openudid.EBUSY)
+            """, session: session)
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.count == 7, "\(lines)")
+        guard lines.count == 7 else { return }
+        #expect(lines[0].hasPrefix("-2 | \"notes\" is not a valid app id"))
+        #expect(lines[1].hasPrefix("-3 | \"bad ns!\" is not a valid namespace"))
+        #expect(lines[2].hasPrefix("-1 | mirror must be one of"))
+        #expect(lines[3].hasPrefix("-2 | \"x\" is not a valid app id"))
+        #expect(lines[4].hasPrefix("-8 | openudid_participate: org.example.python already participates"))
+        #expect(lines[5].hasPrefix("-1 | the handle for org.example.python is closed"))
+        #expect(lines[6] == "-2 -3 -1 -8")
+    }
+
+    @Test func reportRemoveAppAndTheUsersOptOutWorkFromPython() throws {
+        let session = try TestSession(display: nil)
+        let result = try python("""
+            import sys, openudid
+            ns = sys.argv[1]
+            udid = openudid.OpenUDID("org.example.python", namespace=ns, selections=False, mirror="none")
+            first = udid.value()
+            report = udid.report()
+            print(report["id"] == first, report["app"], report["origin"], len(udid.app_value()))
+            udid.close()
+            openudid.remove_app("org.example.python", namespace=ns)
+            print(openudid.OpenUDID("org.example.python", namespace=ns, selections=False, mirror="none").value() != first)
+            openudid.opt_out_everywhere()
+            print(openudid.is_opted_out_everywhere(), openudid.OpenUDID("org.example.other", namespace=ns, selections=False).value())
+            openudid.opt_in_everywhere()
+            print(openudid.is_opted_out_everywhere(), openudid.library_version())
+            """, session: session)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == """
+            True org.example.python generated 36
+            True
+            True \(Self.zeros)
+            False 1.0.0
+
+            """)
+    }
+
+    @Test func theLibraryIsFoundThroughOpenudidLibraryOrTheLoadersPath() throws {
+        let session = try TestSession(display: nil)
+        let code = "import openudid; print(openudid.library_version())"
+        let library = try Installation.shared.get().prefix.appendingPathComponent("lib/libopenudid.so.1").path
+        // Through the loader's path (LD_LIBRARY_PATH here, ldconfig's cache after a system install).
+        #expect(try python(code, session: session).standardOutput == "1.0.0\n")
+        // Through OPENUDID_LIBRARY alone.
+        var environment = try environment(session, locate: false)
+        environment["OPENUDID_LIBRARY"] = library
+        environment["PKG_CONFIG_PATH"] = nil
+        #expect(try runCommand(Tools.find("python3"), ["-c", code], environment: environment).standardOutput == "1.0.0\n")
+        // A wrong path says what to do.
+        environment["OPENUDID_LIBRARY"] = "/nonexistent/libopenudid.so.1"
+        let failed = try runCommand(Tools.find("python3"), ["-c", code], environment: environment)
+        #expect(failed.status != 0)
+        #expect(failed.standardError.contains("cannot load libopenudid") && failed.standardError.contains("OPENUDID_LIBRARY"))
+    }
+}

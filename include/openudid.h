@@ -1,0 +1,305 @@
+/*
+ * openudid.h: the C interface of libopenudid, one identifier shared by the
+ * cooperating desktop apps of a user session (X11 selections, file slots and
+ * a per-vendor mirror in the Secret Service; docs/PROTOCOL.md is the contract).
+ *
+ *     #include <openudid.h>
+ *
+ *     openudid *udid;
+ *     char id[OPENUDID_VALUE_SIZE];
+ *     if (openudid_open("org.example.app", NULL, &udid) != OPENUDID_OK) {
+ *         fprintf(stderr, "%s\n", openudid_last_error());
+ *         return 1;
+ *     }
+ *     openudid_value(udid, id);          40 hex digits, shared by every app
+ *     openudid_close(udid);
+ *
+ * Build with `cc app.c $(pkg-config --cflags --libs openudid)`. The library
+ * carries its own copy of the Swift runtime: the machine needs no Swift
+ * toolchain, only the Debian libraries it links (libX11, libxcb, libXfixes,
+ * libsecret-1, GLib).
+ *
+ * Conventions that hold for every function below:
+ *
+ * - Errors. A function that returns `int` returns OPENUDID_OK (0) on success
+ *   and a negative OPENUDID_E... code on failure; a function that returns a
+ *   pointer returns NULL on failure. Either way `openudid_last_error()` then
+ *   says, in one sentence, what went wrong and what to do. A NULL pointer, a
+ *   handle that was never opened or is already closed, an unknown enum value
+ *   or a buffer that is too small is an error code, never a crash.
+ * - Strings are UTF-8 and NUL-terminated. Strings passed in are copied; the
+ *   library keeps no pointer to them after the call returns.
+ * - Ownership. What a function returns for the caller to keep says so, and is
+ *   freed with the function it names (`openudid_free`, `openudid_close`,
+ *   `openudid_options_free`). Everything else belongs to the library.
+ * - Threads. Every function may be called from any thread, and a handle may
+ *   be shared between threads. Functions block while they read the X display
+ *   and the stores (a few milliseconds; at most a quarter of a second when a
+ *   peer does not answer), so a GUI app calls them off its main loop or
+ *   accepts that pause once at start-up (later calls use the cached value).
+ * - The library never prints and never exits the process.
+ */
+#ifndef OPENUDID_H
+#define OPENUDID_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this interface. Functions are only ever added within a
+ * major version; libopenudid.so.1 is major version 1. */
+#define OPENUDID_VERSION_MAJOR 1
+#define OPENUDID_VERSION_MINOR 0
+#define OPENUDID_VERSION_PATCH 0
+
+/* Buffer sizes, NUL included: the shared identifier is 40 lowercase hex
+ * digits; the app-scoped value is a lowercase UUID (8-4-4-4-12). */
+#define OPENUDID_VALUE_SIZE 41
+#define OPENUDID_APP_VALUE_SIZE 37
+
+/* Error codes. `openudid_strerror` names each one; `openudid_last_error`
+ * says what exactly went wrong in the calling thread's last failed call. */
+enum {
+    OPENUDID_OK = 0,
+    /* A NULL pointer, a handle that is not open, or an argument out of range. */
+    OPENUDID_EINVAL = -1,
+    /* The app id (or vendor) breaks the application-id rules: reverse-DNS,
+     * at least two dot-separated parts of [A-Za-z0-9_-], at most 224 bytes. */
+    OPENUDID_EAPP = -2,
+    /* The namespace is not 1 to 64 characters of [A-Za-z0-9_-]. */
+    OPENUDID_ENAMESPACE = -3,
+    /* There is no usable home directory ($HOME, $XDG_DATA_HOME) for files. */
+    OPENUDID_ENOHOME = -4,
+    /* A store this operation must write could not be written. */
+    OPENUDID_ESTORE = -5,
+    /* The X display this operation needs cannot be used. */
+    OPENUDID_EDISPLAY = -6,
+    /* The caller's buffer is too small for the answer. */
+    OPENUDID_ERANGE = -7,
+    /* The handle already participates (see openudid_participate). */
+    OPENUDID_EBUSY = -8,
+    /* Memory ran out. */
+    OPENUDID_ENOMEM = -9
+};
+
+/* A handle on the identifier for one app. Opaque; open it with openudid_open
+ * or openudid_open_with and give it back with openudid_close. */
+typedef struct openudid openudid;
+
+/* Options for openudid_open_with. Opaque; every field has a default that
+ * suits a desktop session. */
+typedef struct openudid_options openudid_options;
+
+/* Where the per-vendor mirror lives. */
+typedef enum openudid_mirror {
+    /* The Secret Service if one answers on the session bus, else the file
+     * store (the default). */
+    OPENUDID_MIRROR_AUTOMATIC = 0,
+    /* The freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet). */
+    OPENUDID_MIRROR_SECRET_SERVICE = 1,
+    /* A file per vendor under $XDG_DATA_HOME/openudid/vendors/. */
+    OPENUDID_MIRROR_FILE = 2,
+    /* No mirror: selections, file slots and the local cache only. */
+    OPENUDID_MIRROR_NONE = 3
+} openudid_mirror;
+
+/* What an app does when its own value disagrees with the consensus. */
+typedef enum openudid_policy {
+    /* Adopt the consensus, so that apps converge (the default). */
+    OPENUDID_POLICY_FOLLOW_CONSENSUS = 0,
+    /* Keep the app's own value and report the disagreement. */
+    OPENUDID_POLICY_KEEP_LOCAL = 1
+} openudid_policy;
+
+/* ---- Errors ------------------------------------------------------------ */
+
+/* A static description of `code` ("invalid app id", ...), for any int; an
+ * unknown code gets "unknown error". Never NULL, never to be freed. */
+const char *openudid_strerror(int code);
+
+/* What the calling thread's last failed call went wrong with, naming the
+ * thing and the remedy: "invalid app id \"notes\": an app id has at least two
+ * parts separated by dots, such as com.acme.notes". The empty string when no
+ * call on this thread has failed. Valid until the thread's next call into the
+ * library; never to be freed. */
+const char *openudid_last_error(void);
+
+/* The library's version, "1.0.0". Static; never to be freed. */
+const char *openudid_version(void);
+
+/* ---- Options ----------------------------------------------------------- */
+
+/* Creates options with every default: the display from $DISPLAY, no
+ * namespace, OPENUDID_MIRROR_AUTOMATIC, OPENUDID_POLICY_FOLLOW_CONSENSUS.
+ * On success `*out` holds options for the caller to free with
+ * openudid_options_free. Errors: OPENUDID_EINVAL (out is NULL). */
+int openudid_options_new(openudid_options **out);
+
+/* Frees options made by openudid_options_new; NULL is allowed and ignored.
+ * A handle opened with the options does not need them any more. */
+void openudid_options_free(openudid_options *options);
+
+/* The X display to use, such as ":0"; NULL means $DISPLAY.
+ * Errors: OPENUDID_EINVAL (options not made by openudid_options_new). */
+int openudid_options_set_display(openudid_options *options, const char *display);
+
+/* Whether to use the X display at all (default 1). With 0 the app works from
+ * its file slot, its local cache and the mirror alone.
+ * Errors: OPENUDID_EINVAL. */
+int openudid_options_set_selections(openudid_options *options, int enabled);
+
+/* A namespace separates a set of apps from everyone else's: its selections
+ * and shared files are its own. For tests and experiments; NULL for none.
+ * Errors: OPENUDID_EINVAL, OPENUDID_ENAMESPACE (not 1 to 64 characters of
+ * [A-Za-z0-9_-]). */
+int openudid_options_set_namespace(openudid_options *options, const char *ns);
+
+/* Where the per-vendor mirror lives.
+ * Errors: OPENUDID_EINVAL (also for a value that is not an openudid_mirror). */
+int openudid_options_set_mirror(openudid_options *options, openudid_mirror mirror);
+
+/* What to do when the app's own value disagrees with the consensus.
+ * Errors: OPENUDID_EINVAL (also for a value that is not an openudid_policy). */
+int openudid_options_set_policy(openudid_options *options, openudid_policy policy);
+
+/* ---- Handles ----------------------------------------------------------- */
+
+/* Opens a handle for `app`, a reverse-DNS application id such as
+ * "org.example.mail", with the default options.
+ *
+ * `vendor` names the vendor whose mirror the app shares; NULL means the id's
+ * first two parts ("org.example"), or three under a hosting prefix such as
+ * "io.github.alice". Nothing is read or written yet: that happens on the
+ * first openudid_value, openudid_report_json or openudid_participate.
+ *
+ * On success `*out` holds a handle for the caller to close with
+ * openudid_close; on failure `*out` is set to NULL (when `out` is not NULL).
+ * Errors: OPENUDID_EINVAL (app or out is NULL), OPENUDID_EAPP,
+ * OPENUDID_ENOHOME, OPENUDID_ENOMEM. */
+int openudid_open(const char *app, const char *vendor, openudid **out);
+
+/* Like openudid_open, with `options` (NULL for the defaults).
+ * Errors: those of openudid_open, and OPENUDID_EINVAL for options not made by
+ * openudid_options_new. */
+int openudid_open_with(const char *app, const char *vendor, const openudid_options *options, openudid **out);
+
+/* Stops the handle's participation, if any (its selection slot is released
+ * at once), and frees it. When it returns, on_change is not running and will
+ * not be called again, so its context can be freed. Called from inside
+ * on_change it does the same without waiting for on_change to return.
+ * NULL, and a handle already closed, are ignored. */
+void openudid_close(openudid *handle);
+
+/* Writes the identifier every participating app shares into `out`: 40
+ * lowercase hex digits and a NUL (OPENUDID_VALUE_SIZE bytes); 40 zeros when
+ * the app or the user opted out.
+ *
+ * The first call resolves (reads every source, holds the vote, writes the
+ * winner where this app keeps copies); later calls return the cached value,
+ * which a participating handle keeps up to date.
+ *
+ * A source that cannot be read does not make this fail: the report
+ * (openudid_report_json) says which answered. Errors: OPENUDID_EINVAL. */
+int openudid_value(openudid *handle, char out[41]);
+
+/* Like openudid_value, into a buffer of `size` bytes.
+ * Errors: OPENUDID_EINVAL, OPENUDID_ERANGE (size < OPENUDID_VALUE_SIZE;
+ * nothing is written). */
+int openudid_value_n(openudid *handle, char *out, size_t size);
+
+/* Writes the value derived for this app alone from the shared identifier, a
+ * lowercase version-4 UUID and a NUL (OPENUDID_APP_VALUE_SIZE bytes); the nil
+ * UUID when opted out. No other app can link it to its own: use it wherever
+ * an identifier is shown or sent. Errors: OPENUDID_EINVAL. */
+int openudid_app_value(openudid *handle, char out[37]);
+
+/* Like openudid_app_value, into a buffer of `size` bytes.
+ * Errors: OPENUDID_EINVAL, OPENUDID_ERANGE (size < OPENUDID_APP_VALUE_SIZE;
+ * nothing is written). */
+int openudid_app_value_n(openudid *handle, char *out, size_t size);
+
+/* Resolves again now instead of using the cached value (a participating
+ * handle also reports a change through on_change). Errors: OPENUDID_EINVAL. */
+int openudid_refresh(openudid *handle);
+
+/* The latest resolution with its provenance, as the JSON object that
+ * `openudid get --json` prints (docs/PROTOCOL.md, "Reports"): "id",
+ * "appScoped", "origin" (consensus, generated, kept-local or opted-out),
+ * "votes", "agreeing", "disagreeing", "sources", "repairs", "mirror", "slot".
+ * Resolves first if nothing was resolved yet.
+ *
+ * Returns a string for the caller to free with openudid_free, or NULL
+ * (invalid handle, no memory; see openudid_last_error). */
+char *openudid_report_json(openudid *handle);
+
+/* Takes part in the session until openudid_close: serves this app's record
+ * in the lowest free selection slot, resolves again whenever another
+ * participant comes, goes or changes, and calls `on_change` with each new
+ * identifier (40 hex digits, 40 zeros when opted out), starting with the
+ * first. `on_change` may be NULL to serve without being told.
+ *
+ * Returns once the first resolution is served. Without an X display the app
+ * goes on from its files and takes part once a display answers.
+ *
+ * Threading: on_change runs on a thread of the library's, never the
+ * caller's, one call at a time and in order. The `id` string is valid only
+ * during the call; copy it to keep it. Keep the callback short and hand the
+ * value to the app's own loop rather than touching widgets from it:
+ *
+ *   GTK/GLib:  g_idle_add_full(G_PRIORITY_DEFAULT, update_ui, g_strdup(id), g_free);
+ *   Qt:        QMetaObject::invokeMethod(window, [window, s = QString(id)] {
+ *                  window->show(s); }, Qt::QueuedConnection);
+ *
+ * The callback may call any function of this header on the same handle,
+ * including openudid_close.
+ *
+ * Errors: OPENUDID_EINVAL, OPENUDID_EBUSY (the handle already participates;
+ * one participation per handle). */
+int openudid_participate(openudid *handle, void (*on_change)(const char *id, void *ctx), void *ctx);
+
+/* Opts this app out: it reports 40 zeros, publishes that it opted out and no
+ * longer votes, until openudid_opt_in. Kept in the app's local cache, so it
+ * lasts across restarts. A participating handle publishes the change at once
+ * (and on_change reports the zeros).
+ * Errors: OPENUDID_EINVAL, OPENUDID_ESTORE (the local cache cannot be written). */
+int openudid_opt_out(openudid *handle);
+
+/* Undoes openudid_opt_out; the app takes the consensus again.
+ * Errors: OPENUDID_EINVAL, OPENUDID_ESTORE. */
+int openudid_opt_in(openudid *handle);
+
+/* ---- The user, and uninstalling ----------------------------------------- */
+
+/* Opts the user out for every participating app: a marker file in
+ * $XDG_CONFIG_HOME/openudid/. Apps see it on their next resolution.
+ * Errors: OPENUDID_ENOHOME, OPENUDID_ESTORE. */
+int openudid_opt_out_everywhere(void);
+
+/* Undoes openudid_opt_out_everywhere. Errors: OPENUDID_ENOHOME, OPENUDID_ESTORE. */
+int openudid_opt_in_everywhere(void);
+
+/* 1 when the user opted out for every app, 0 when not. */
+int openudid_is_opted_out_everywhere(void);
+
+/* Deletes what uninstalling `app` with its data would: its file slot and its
+ * local cache. Nothing of other apps, and nothing of the vendor mirror, is
+ * touched; stopping the app's process is the caller's business.
+ * Errors: OPENUDID_EINVAL (app is NULL), OPENUDID_EAPP, OPENUDID_ENOHOME,
+ * OPENUDID_ESTORE. */
+int openudid_remove_app(const char *app);
+
+/* Like openudid_remove_app for an app that used namespace `ns` (NULL: none).
+ * Errors: those of openudid_remove_app, and OPENUDID_ENAMESPACE. */
+int openudid_remove_app_in(const char *app, const char *ns);
+
+/* Frees a string the library returned for the caller to free
+ * (openudid_report_json). NULL is allowed and ignored. */
+void openudid_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OPENUDID_H */
