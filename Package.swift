@@ -65,7 +65,7 @@ let package = Package(
         .systemLibrary(name: "COpenUDID"),
         .target(
             name: "libopenudid",
-            dependencies: ["OpenUDIDKit", "COpenUDID"],
+            dependencies: ["OpenUDIDKit", "COpenUDID", "CommandLineKit"],
             exclude: ["exports.map"],
             linkerSettings: [.unsafeFlags(libopenudidLinkerFlags)]
         ),

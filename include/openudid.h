@@ -48,11 +48,16 @@
 extern "C" {
 #endif
 
-/* The version of this interface. Functions are only ever added within a
- * major version; libopenudid.so.1 is major version 1. */
-#define OPENUDID_VERSION_MAJOR 1
-#define OPENUDID_VERSION_MINOR 0
+/* The version of the package this header belongs to, the one
+ * openudid_version() reports and `openudid --version` prints. */
+#define OPENUDID_VERSION_MAJOR 0
+#define OPENUDID_VERSION_MINOR 1
 #define OPENUDID_VERSION_PATCH 0
+
+/* The version of the binary interface, the N of libopenudid.so.N: functions
+ * are only ever added within it. It changes only when a function changes or
+ * goes, whatever the package's version does. */
+#define OPENUDID_ABI_VERSION 1
 
 /* Buffer sizes, NUL included: the shared identifier is 40 lowercase hex
  * digits; the app-scoped value is a lowercase UUID (8-4-4-4-12). */

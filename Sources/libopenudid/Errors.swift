@@ -1,3 +1,4 @@
+import CommandLineKit
 import COpenUDID
 import Glibc
 import OpenUDIDKit
@@ -99,8 +100,12 @@ public func openudid_last_error() -> UnsafePointer<CChar>! {
 /// `openudid_version`: the library's version.
 @c @implementation
 public func openudid_version() -> UnsafePointer<CChar>! {
-    cString("1.0.0")
+    versionString
 }
+
+/// The package's version as a C string that lives as long as the process.
+/// Written once, at first use, and never again; only read after that.
+nonisolated(unsafe) private let versionString: UnsafePointer<CChar> = UnsafePointer(strdup(packageVersion)!)
 
 /// `openudid_free`: frees a string the library returned.
 @c @implementation

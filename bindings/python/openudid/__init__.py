@@ -298,5 +298,5 @@ def is_opted_out_everywhere():
 
 
 def library_version():
-    """The loaded library's version, such as "1.0.0"."""
+    """The loaded library's version, such as "0.1.0"."""
     return _library().openudid_version().decode()
