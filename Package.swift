@@ -14,7 +14,7 @@ let libopenudidLinkerFlags = [
     "-Xlinker", "--end-group",
     "-Xlinker", "-soname=libopenudid.so.1",
     "-Xlinker", "-z", "-Xlinker", "defs",
-    "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/libopenudid/exports.map",
+    "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/libopenudid/exports.map"
 ]
 
 let package = Package(
@@ -26,7 +26,7 @@ let package = Package(
         .executable(name: "openudid-lab", targets: ["openudid-lab"]),
         .executable(name: "openudid-bench", targets: ["openudid-bench"]),
         // The C library, libopenudid.so.1 once installed (scripts/install).
-        .library(name: "libopenudid", type: .dynamic, targets: ["libopenudid"]),
+        .library(name: "libopenudid", type: .dynamic, targets: ["libopenudid"])
     ],
     targets: [
         // C boundaries: module maps and shim headers, nothing else.
@@ -90,8 +90,9 @@ let package = Package(
 
         // Owns selections in a separate process for the tests: honestly through
         // XSelection, or as a deliberately broken raw X client.
-        .executableTarget(name: "xselection-helper", dependencies: ["XSelection", "CX11", "CommandLineKit"],
-                          path: "Tests/Helpers/xselection-helper"),
+        .executableTarget(
+            name: "xselection-helper", dependencies: ["XSelection", "CX11", "CommandLineKit"],
+            path: "Tests/Helpers/xselection-helper"),
 
         // Test harness: private Xvfb, private session bus and keyring, child processes.
         .target(name: "TestSupport", dependencies: ["ProcessSupport"], path: "Tests/TestSupport"),
@@ -116,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "APIClientTests",
             dependencies: ["OpenUDIDKit"]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

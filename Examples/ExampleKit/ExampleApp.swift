@@ -61,11 +61,12 @@ public struct ExampleApp: Sendable {
         let page = StatusPage(app: self, namespace: options.namespace)
         let window: TextWindow
         do {
-            window = try TextWindow(display: options.display, title: title, className: name.replacingOccurrences(of: " ", with: ""),
-                                    origin: options.position.map { TextWindow.Point(x: $0.x, y: $0.y) },
-                                    width: options.size?.width ?? 620, height: options.size?.height ?? 430,
-                                    foreground: StatusPage.foreground,
-                                    background: StatusPage.background, lines: page.placeholder())
+            window = try TextWindow(
+                display: options.display, title: title, className: name.replacingOccurrences(of: " ", with: ""),
+                origin: options.position.map { TextWindow.Point(x: $0.x, y: $0.y) },
+                width: options.size?.width ?? 620, height: options.size?.height ?? 430,
+                foreground: StatusPage.foreground,
+                background: StatusPage.background, lines: page.placeholder())
         } catch {
             Self.fail("\(command): \(error.description)", status: 1)
         }

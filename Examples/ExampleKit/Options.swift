@@ -19,13 +19,15 @@ struct Options {
             options: [
                 .value("display", "NAME", help: "X display (default: $DISPLAY)"),
                 .value("namespace", "NAME", help: "a separate set of slots and files, for experiments"),
-                .value("mirror", "MIRROR", help: "where the vendor mirror lives", default: "automatic",
-                       check: .oneOf(["automatic", "secret-service", "file", "none"], alsoAccepting: ["auto"])),
-                .value("geometry", "[WxH][+X+Y]",
-                       help: "the window's size and place (default: 620x430, placed by the window manager)",
-                       check: .custom { text in
-                           Geometry(text) == nil ? "--geometry must look like 620x430+0+0, 620x430 or +0+0, not \(quoted(text))" : nil
-                       }),
+                .value(
+                    "mirror", "MIRROR", help: "where the vendor mirror lives", default: "automatic",
+                    check: .oneOf(["automatic", "secret-service", "file", "none"], alsoAccepting: ["auto"])),
+                .value(
+                    "geometry", "[WxH][+X+Y]",
+                    help: "the window's size and place (default: 620x430, placed by the window manager)",
+                    check: .custom { text in
+                        Geometry(text) == nil ? "--geometry must look like 620x430+0+0, 620x430 or +0+0, not \(quoted(text))" : nil
+                    })
             ],
             epilogue: """
                 keys: o or a click toggles this app's opt-out; q or Escape quits.
@@ -69,7 +71,8 @@ private struct Geometry {
         if !sizePart.isEmpty {
             let numbers = sizePart.split(separator: "x", omittingEmptySubsequences: false)
             guard numbers.count == 2, let width = Int(numbers[0]), let height = Int(numbers[1]),
-                  (100...4000).contains(width), (100...4000).contains(height) else { return nil }
+                (100...4000).contains(width), (100...4000).contains(height)
+            else { return nil }
             size = (width, height)
         }
     }

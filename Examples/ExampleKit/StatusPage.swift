@@ -23,12 +23,13 @@ struct StatusPage {
             Line(identityLine(report), colour: Self.dim),
             Line(),
             Line("Shared identifier", colour: accent, weight: .bold),
-            Line("  " + Self.grouped(report.identifier.hex), colour: report.identifier.isOptedOut ? Self.alarm : Self.foreground,
-                 weight: .large),
+            Line(
+                "  " + Self.grouped(report.identifier.hex), colour: report.identifier.isOptedOut ? Self.alarm : Self.foreground,
+                weight: .large),
             Line("This app's own value (derived, not linkable to other apps)", colour: accent, weight: .bold),
             Line("  " + report.appScoped.uuidString.lowercased()),
             Line(),
-            Line("Where it came from", colour: accent, weight: .bold),
+            Line("Where it came from", colour: accent, weight: .bold)
         ]
         lines += provenance(report)
         lines += [
@@ -38,17 +39,21 @@ struct StatusPage {
             Line("  " + mirrorLine(report)),
             Line("  " + sourcesLine(report), colour: Self.dim),
             Line(),
-            Line(report.optOut == .app ? "Keys: o or a click opts back in, q or Esc quits."
-                                       : "Keys: o or a click opts this app out, q or Esc quits.",
-                 colour: Self.dim),
+            Line(
+                report.optOut == .app
+                    ? "Keys: o or a click opts back in, q or Esc quits."
+                    : "Keys: o or a click opts this app out, q or Esc quits.",
+                colour: Self.dim)
         ]
         return lines
     }
 
     /// The text the window shows before the first resolution.
     func placeholder() -> [Line] {
-        [Line(app.name, colour: .white, background: Colour(hex: app.accent), weight: .large),
-         Line(app.id, colour: Self.dim), Line(), Line("resolving...")]
+        [
+            Line(app.name, colour: .white, background: Colour(hex: app.accent), weight: .large),
+            Line(app.id, colour: Self.dim), Line(), Line("resolving...")
+        ]
     }
 
     private func identityLine(_ report: Report) -> String {
@@ -62,8 +67,10 @@ struct StatusPage {
     private func provenance(_ report: Report) -> [Line] {
         switch report.optOut {
         case .app:
-            return [Line("  Opted out: this app reports 40 zeros and does not vote.", colour: Self.alarm),
-                    Line("  Its slot says so; the other apps go on sharing without it.")]
+            return [
+                Line("  Opted out: this app reports 40 zeros and does not vote.", colour: Self.alarm),
+                Line("  Its slot says so; the other apps go on sharing without it.")
+            ]
         case .user:
             return [Line("  The user opted out for every app: every app reports 40 zeros.", colour: Self.alarm)]
         case nil:

@@ -53,10 +53,12 @@ package struct Command: Sendable {
     ///   - isHidden: Whether the parent's help leaves it out.
     ///   - epilogue: Paragraphs after the options.
     ///   - version: What `--version` prints after the name.
-    package init(_ name: String, abstract: String, discussion: String? = nil, synopses: [String] = [],
-                 options: [Option] = [], arguments: [String] = [], subcommands: [Command] = [],
-                 needsSubcommand: Bool? = nil, isHidden: Bool = false, epilogue: String? = nil,
-                 version: String = packageVersion) {
+    package init(
+        _ name: String, abstract: String, discussion: String? = nil, synopses: [String] = [],
+        options: [Option] = [], arguments: [String] = [], subcommands: [Command] = [],
+        needsSubcommand: Bool? = nil, isHidden: Bool = false, epilogue: String? = nil,
+        version: String = packageVersion
+    ) {
         self.name = name
         self.abstract = abstract
         self.discussion = discussion

@@ -10,9 +10,10 @@ extension Command {
         if !visible.isEmpty {
             sections.append("commands:\n" + table(visible.map { ($0.name, $0.abstract) }))
         }
-        let rows = options.map { option in
-            (option.spelling, option.help + (option.defaultValue.map { " (default: \($0))" } ?? ""))
-        } + [("-h, --help", "show this help"), ("--version", "print the version")]
+        let rows =
+            options.map { option in
+                (option.spelling, option.help + (option.defaultValue.map { " (default: \($0))" } ?? ""))
+            } + [("-h, --help", "show this help"), ("--version", "print the version")]
         sections.append("options:\n" + table(rows))
         if let epilogue { sections.append(epilogue) }
         if !visible.isEmpty { sections.append("See '\(fullName) <command> --help' for the options of a command.") }
@@ -36,7 +37,9 @@ private func table(_ rows: [(label: String, text: String)]) -> String {
     return rows.map { row in
         let lines = wrapped(row.text, width: 80 - column)
         let head = "  " + row.label
-        let first = head.count + 2 <= column ? head + String(repeating: " ", count: column - head.count) + lines[0]
+        let first =
+            head.count + 2 <= column
+            ? head + String(repeating: " ", count: column - head.count) + lines[0]
             : head + "\n" + indent + lines[0]
         return ([first] + lines.dropFirst().map { indent + $0 }).joined(separator: "\n")
     }.joined(separator: "\n")

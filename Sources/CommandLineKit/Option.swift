@@ -42,10 +42,13 @@ package struct Option: Sendable {
     ///   - required: Whether the command cannot run without it.
     ///   - mayRepeat: Whether giving it again is allowed, the last one winning.
     ///   - check: What a value must be.
-    package static func value(_ name: String, _ valueName: String, help: String, default defaultValue: String? = nil,
-                              required: Bool = false, mayRepeat: Bool = false, check: ValueCheck? = nil) -> Option {
-        Option(name: name, valueName: valueName, help: help, defaultValue: defaultValue, isRequired: required,
-               mayRepeat: mayRepeat, check: check)
+    package static func value(
+        _ name: String, _ valueName: String, help: String, default defaultValue: String? = nil,
+        required: Bool = false, mayRepeat: Bool = false, check: ValueCheck? = nil
+    ) -> Option {
+        Option(
+            name: name, valueName: valueName, help: help, defaultValue: defaultValue, isRequired: required,
+            mayRepeat: mayRepeat, check: check)
     }
 
     /// `--name VALUE` as help and usage lines show it; the choices stand for the value when there are any.
@@ -74,7 +77,9 @@ package struct ValueCheck: Sendable {
     package static func integer(in range: ClosedRange<Int>) -> ValueCheck {
         ValueCheck(choices: nil) { option, value in
             if let number = Int(value), range.contains(number) { return nil }
-            let allowed = range.upperBound == .max ? "a whole number of at least \(range.lowerBound)"
+            let allowed =
+                range.upperBound == .max
+                ? "a whole number of at least \(range.lowerBound)"
                 : "\(range.lowerBound) to \(range.upperBound)"
             return "\(option) must be \(allowed), not \(quoted(value))"
         }

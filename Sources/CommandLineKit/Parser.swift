@@ -195,8 +195,9 @@ extension Command {
 
     private func unknownCommand(_ word: String, fullName: String) -> UsageError {
         let names = subcommands.filter { !$0.isHidden }.map(\.name)
-        return UsageError(command: fullName, message: "unknown command \(quoted(word))",
-                          suggestion: suggestion(for: word, among: names))
+        return UsageError(
+            command: fullName, message: "unknown command \(quoted(word))",
+            suggestion: suggestion(for: word, among: names))
     }
 
     /// The error for an option this command does not define: the near spelling it

@@ -29,7 +29,8 @@ package struct UsageError: Error, CustomStringConvertible, Equatable {
 /// How far apart two words are: the fewest insertions, deletions, substitutions and
 /// swaps of neighbours that turn one into the other ("gte" is one from "get").
 func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
+    let a = Array(a)
+    let b = Array(b)
     var d = (0...a.count).map { i in (0...b.count).map { j in i == 0 ? j : (j == 0 ? i : 0) } }
     for i in a.indices {
         for j in b.indices {

@@ -1,5 +1,5 @@
-import Foundation
 import CGLib
+import Foundation
 
 /// An identifier for one application, derived from the shared identifier.
 ///

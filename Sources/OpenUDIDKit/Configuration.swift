@@ -65,9 +65,11 @@ extension OpenUDID {
         package var debounce: Duration = .milliseconds(20)
 
         /// Creates a configuration; every default suits a real desktop session.
-        public init(display: String? = nil, usesSelections: Bool = true, namespace: String? = nil,
-                    policy: ResolutionPolicy = .followConsensus, mirror: MirrorChoice = .automatic,
-                    environment: [String: String] = ProcessInfo.processInfo.environment) {
+        public init(
+            display: String? = nil, usesSelections: Bool = true, namespace: String? = nil,
+            policy: ResolutionPolicy = .followConsensus, mirror: MirrorChoice = .automatic,
+            environment: [String: String] = ProcessInfo.processInfo.environment
+        ) {
             self.display = display
             self.usesSelections = usesSelections
             self.namespace = namespace

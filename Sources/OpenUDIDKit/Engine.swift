@@ -141,7 +141,8 @@ final class Engine: @unchecked Sendable {
                 switch reading.result {
                 case .success(let record):
                     count += 1
-                    gathered.candidates.append(Candidate(record, from: .selection(slot: reading.index, client: reading.holder?.client.rawValue ?? 0)))
+                    gathered.candidates.append(
+                        Candidate(record, from: .selection(slot: reading.index, client: reading.holder?.client.rawValue ?? 0)))
                 case .failure(let rejection):
                     gathered.rejected.append(rejection)
                 }
@@ -273,9 +274,12 @@ final class Engine: @unchecked Sendable {
         // they are still empty, and keeps the lock until its copies are written.
         var generationLock: FileLock?
         defer { generationLock?.release() }
-        let acquired = resolution.origin == .generated && configuration.usesFiles
+        let acquired =
+            resolution.origin == .generated && configuration.usesFiles
             ? FileLock.acquire(paths.generationLock, waitingAtMost: Self.generationWait, below: paths.dataHome) : nil
-        if case .failure(let problem)? = acquired { gathered.rejected.append(Rejection(paths.generationLock, problem.message, code: "generation-lock")) }
+        if case .failure(let problem)? = acquired {
+            gathered.rejected.append(Rejection(paths.generationLock, problem.message, code: "generation-lock"))
+        }
         if case .success(let lock)? = acquired {
             generationLock = lock
             var again = Gathered()
@@ -291,31 +295,40 @@ final class Engine: @unchecked Sendable {
             if resolution.origin != .generated { lock.release() }
         }
 
-        let record = SlotRecord(id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
-                                written: Milliseconds.since1970(now), optOut: false)
+        let record = SlotRecord(
+            id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
+            written: Milliseconds.since1970(now), optOut: false)
         var repairs: [Repair] = []
         if configuration.usesFiles {
-            repairs.append(repairFile("local cache", current: localCacheRead(gathered.local), record: record,
-                                      quarantine: { () throws(StoreUnavailable) in _ = try localCache.quarantine(now: now) },
-                                      write: { () throws(StoreUnavailable) in try localCache.write(record.id, born: record.born, at: now) }))
-            repairs.append(repairFile("file slot", current: gathered.ownFileSlot, record: record,
-                                      quarantine: { () throws(StoreUnavailable) in _ = try fileSlots.quarantine(app: app.id, now: now) },
-                                      write: { () throws(StoreUnavailable) in try fileSlots.write(record.encoded(), app: app.id) }))
+            repairs.append(
+                repairFile(
+                    "local cache", current: localCacheRead(gathered.local), record: record,
+                    quarantine: { () throws(StoreUnavailable) in _ = try localCache.quarantine(now: now) },
+                    write: { () throws(StoreUnavailable) in try localCache.write(record.id, born: record.born, at: now) }))
+            repairs.append(
+                repairFile(
+                    "file slot", current: gathered.ownFileSlot, record: record,
+                    quarantine: { () throws(StoreUnavailable) in _ = try fileSlots.quarantine(app: app.id, now: now) },
+                    write: { () throws(StoreUnavailable) in try fileSlots.write(record.encoded(), app: app.id) }))
         }
         if let mirror, let read = gathered.mirrorRead {
-            let mirrorRecord = SlotRecord(id: record.id, app: app.id, vendor: app.vendor, born: record.born,
-                                          written: record.written, optOut: false)
+            let mirrorRecord = SlotRecord(
+                id: record.id, app: app.id, vendor: app.vendor, born: record.born,
+                written: record.written, optOut: false)
             // The mirror is the vendor's, not one app's: which app wrote it last does
             // not count in the vote, so rewriting it for that alone would make every
             // app of a vendor rewrite it (an fsync, or a keyring write) on every resolution.
-            repairs.append(repairFile("mirror", current: read, record: mirrorRecord, ignoringWriter: true,
-                                      quarantine: { () throws(StoreUnavailable) in
-                if let file = mirror as? FileVendorMirror { _ = try file.quarantine(vendor: app.vendor, now: now) }
-            }, write: { () throws(StoreUnavailable) in try mirror.write(mirrorRecord.encoded(), vendor: app.vendor) }))
+            repairs.append(
+                repairFile(
+                    "mirror", current: read, record: mirrorRecord, ignoringWriter: true,
+                    quarantine: { () throws(StoreUnavailable) in
+                        if let file = mirror as? FileVendorMirror { _ = try file.quarantine(vendor: app.vendor, now: now) }
+                    }, write: { () throws(StoreUnavailable) in try mirror.write(mirrorRecord.encoded(), vendor: app.vendor) }))
         }
-        return Report(app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
-                      sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
-                      mirrorRecord: gathered.mirrorRecord, slot: slot)
+        return Report(
+            app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
+            sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
+            mirrorRecord: gathered.mirrorRecord, slot: slot)
     }
 
     /// How long an app waits for another one that is generating an identifier;
@@ -324,8 +337,10 @@ final class Engine: @unchecked Sendable {
 
     private func vote(_ gathered: Gathered, now: Date) -> Resolution {
         let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
-        return Resolution.resolve(candidates: gathered.candidates, local: local, held: gathered.held,
-                                  keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id) {
+        return Resolution.resolve(
+            candidates: gathered.candidates, local: local, held: gathered.held,
+            keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id
+        ) {
             (Identifier.random(), Milliseconds.since1970(now))
         }
     }
@@ -348,15 +363,18 @@ final class Engine: @unchecked Sendable {
     /// Writes `record` unless the place already holds it, or cannot be read:
     /// a store whose content is unknown is never overwritten. A corrupt file is
     /// moved aside first, so its bytes are not lost.
-    private func repairFile(_ place: String, current: StoreRead, record: SlotRecord, ignoringWriter: Bool = false,
-                            quarantine: () throws(StoreUnavailable) -> Void,
-                            write: () throws(StoreUnavailable) -> Void) -> Repair {
+    private func repairFile(
+        _ place: String, current: StoreRead, record: SlotRecord, ignoringWriter: Bool = false,
+        quarantine: () throws(StoreUnavailable) -> Void,
+        write: () throws(StoreUnavailable) -> Void
+    ) -> Repair {
         switch current {
         case .found(let bytes):
             // An opted-out record carries no identifier, so its times do not matter.
             if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.optOut == record.optOut,
-               held.born == record.born || record.optOut, ignoringWriter || held.app == record.app,
-               held.vendor == record.vendor {
+                held.born == record.born || record.optOut, ignoringWriter || held.app == record.app,
+                held.vendor == record.vendor
+            {
                 return Repair(place, .unchanged)
             }
         case .absent:
@@ -379,12 +397,14 @@ final class Engine: @unchecked Sendable {
         // a stale value for it; its local cache and the mirror are left alone.
         let milliseconds = Milliseconds.since1970(now)
         let record = SlotRecord(id: .optedOut, app: app.id, vendor: app.vendor, born: milliseconds, written: milliseconds, optOut: true)
-        let repair = repairFile("file slot", current: gathered.ownFileSlot, record: record,
-                                quarantine: { () throws(StoreUnavailable) in _ = try fileSlots.quarantine(app: app.id, now: now) },
-                                write: { () throws(StoreUnavailable) in try fileSlots.write(record.encoded(), app: app.id) })
-        return Report(app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,
-                      rejected: gathered.rejected, repairs: [repair], mirrorStore: gathered.mirrorName,
-                      mirrorRecord: gathered.mirrorRecord, slot: slot)
+        let repair = repairFile(
+            "file slot", current: gathered.ownFileSlot, record: record,
+            quarantine: { () throws(StoreUnavailable) in _ = try fileSlots.quarantine(app: app.id, now: now) },
+            write: { () throws(StoreUnavailable) in try fileSlots.write(record.encoded(), app: app.id) })
+        return Report(
+            app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,
+            rejected: gathered.rejected, repairs: [repair], mirrorStore: gathered.mirrorName,
+            mirrorRecord: gathered.mirrorRecord, slot: slot)
     }
 
     /// The record this app serves in its selection slot for `report`.

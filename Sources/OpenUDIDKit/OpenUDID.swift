@@ -144,8 +144,10 @@ public final class OpenUDID: Sendable {
     ///   - namespace: The namespace the app used, if any.
     ///   - environment: Where to find the data directory; by default this process's.
     /// - Throws: `OpenUDIDError` for an invalid id, or when a file cannot be removed.
-    public static func removeApp(_ app: String, namespace: String? = nil,
-                                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
+    public static func removeApp(
+        _ app: String, namespace: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(OpenUDIDError) {
         let identity: AppIdentity
         let paths: StoragePaths
         do { identity = try AppIdentity(app) } catch { throw OpenUDIDError(error) }

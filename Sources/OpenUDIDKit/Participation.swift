@@ -287,7 +287,8 @@ extension Report {
 
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {
-        Report(app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
-               rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot)
+        Report(
+            app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
+            rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot)
     }
 }

@@ -279,8 +279,9 @@ extension Report: Encodable {
             agreeing: resolution?.agreeing.map(Document.Ballot.init) ?? [],
             disagreeing: resolution?.disagreeing.map(Document.Ballot.init) ?? [],
             ignored: resolution?.ignored.map {
-                Document.Ignored(candidate: Document.Ballot($0.candidate), reason: Document.IgnoredReason($0.reason),
-                                 counted: $0.reason.counted?.description)
+                Document.Ignored(
+                    candidate: Document.Ballot($0.candidate), reason: Document.IgnoredReason($0.reason),
+                    counted: $0.reason.counted?.description)
             } ?? [],
             conflicts: resolution?.conflicts.map { Document.Conflict(app: $0.app, claims: $0.claims.map(Document.Ballot.init)) } ?? [],
             replaced: resolution?.replaced?.hex,
@@ -354,8 +355,9 @@ extension Report.Document.IgnoredReason {
 
 extension Report.Document.Ballot {
     init(_ candidate: Candidate) {
-        self.init(source: candidate.source.description, kind: Report.Document.Kind(candidate.source), app: candidate.record.app,
-                  id: candidate.record.id.hex, born: candidate.record.born)
+        self.init(
+            source: candidate.source.description, kind: Report.Document.Kind(candidate.source), app: candidate.record.app,
+            id: candidate.record.id.hex, born: candidate.record.born)
     }
 }
 
@@ -382,8 +384,9 @@ extension Report.Document.Repair {
 
 extension Report.Document.Record {
     init(_ record: SlotRecord) {
-        self.init(v: record.version, id: record.id.hex, app: record.app, vendor: record.vendor, born: record.born,
-                  written: record.written, optOut: record.optOut)
+        self.init(
+            v: record.version, id: record.id.hex, app: record.app, vendor: record.vendor, born: record.born,
+            written: record.written, optOut: record.optOut)
     }
 }
 

@@ -24,7 +24,9 @@ package struct Survey: Sendable {
     /// Looks at every slot of `configuration`'s namespace.
     package static func take(configuration: OpenUDID.Configuration = .init()) throws(OpenUDIDError) -> Survey {
         let paths: StoragePaths
-        do { paths = try StoragePaths(environment: configuration.environment, namespace: configuration.namespace) } catch { throw OpenUDIDError(error) }
+        do { paths = try StoragePaths(environment: configuration.environment, namespace: configuration.namespace) } catch {
+            throw OpenUDIDError(error)
+        }
         let slots = SelectionSlots(namespace: configuration.namespace, count: configuration.slotCount)
         var entries: [Entry] = []
         var unavailable: [SourceStatus] = []
@@ -54,7 +56,10 @@ package struct Survey: Sendable {
                     do {
                         entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .success(try SlotRecord.parse(bytes, now: now))))
                     } catch {
-                        entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, error.description, code: error.token))))
+                        entries.append(
+                            Entry(
+                                kind: "file", slot: nil, holder: nil,
+                                record: .failure(Rejection(place, error.description, code: error.token))))
                     }
                 }
             }

@@ -100,10 +100,12 @@ public final class SelectionOwner: Sendable {
         let shared = OwnerShared()
         self.events = stream
         self.shared = shared
-        let (thread, info) = try ServiceThread.start(name: "XSelection.SelectionOwner", display: display, make: { () throws(XSelectionError) in
-            let core = try OwnerCore(display: display, options: options, events: continuation, shared: shared)
-            return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
-        }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
+        let (thread, info) = try ServiceThread.start(
+            name: "XSelection.SelectionOwner", display: display,
+            make: { () throws(XSelectionError) in
+                let core = try OwnerCore(display: display, options: options, events: continuation, shared: shared)
+                return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
+            }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
         self.thread = thread
         self.display = info.name
         self.window = XWindow(info.window)
@@ -120,7 +122,9 @@ public final class SelectionOwner: Sendable {
     /// - Returns: Whether the claim stuck, and if not, who holds the selection.
     /// - Throws: `XSelectionError` if the connection is lost or the server does not answer.
     @discardableResult
-    public func claim(_ selection: SelectionName, payloads: [SelectionPayload], mode: ClaimMode = .always) throws(XSelectionError) -> ClaimResult {
+    public func claim(_ selection: SelectionName, payloads: [SelectionPayload], mode: ClaimMode = .always) throws(XSelectionError)
+        -> ClaimResult
+    {
         try perform { core throws(XSelectionError) in try core.claim(selection, payloads: payloads, mode: mode) }
     }
 

@@ -59,7 +59,9 @@ public final class SelectionReader: @unchecked Sendable {
     /// - Returns: One outcome per selection.
     /// - Throws: `XSelectionError` only when the connection itself fails (the server is gone);
     ///   problems of single selections are outcomes, not errors.
-    public func read(_ selections: [SelectionName], target: String, options: Options = Options()) throws(XSelectionError) -> [SelectionName: ReadOutcome] {
+    public func read(_ selections: [SelectionName], target: String, options: Options = Options()) throws(XSelectionError) -> [SelectionName:
+        ReadOutcome]
+    {
         try withCore { core throws(XSelectionError) in try core.read(selections, target: target, options: options) }
     }
 
@@ -72,7 +74,8 @@ public final class SelectionReader: @unchecked Sendable {
     public func targets(of selection: SelectionName, options: Options = Options()) throws(XSelectionError) -> [String]? {
         try withCore { core throws(XSelectionError) in
             guard case .value(let value) = try core.read([selection], target: "TARGETS", options: options)[selection],
-                  value.format == 32 else { return nil }
+                value.format == 32
+            else { return nil }
             return core.connection.names(of: value.items32.map(UInt.init))
         }
     }

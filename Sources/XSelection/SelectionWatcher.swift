@@ -41,11 +41,13 @@ public final class SelectionWatcher: Sendable {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let unique = Array(Set(selections)).sorted()
         self.events = stream
-        let (thread, info) = try ServiceThread.start(name: "XSelection.SelectionWatcher", display: display, make: { () throws(XSelectionError) in
-            let core = try WatcherCore(display: display, selections: unique, events: continuation)
-            let owners = try core.subscribe()
-            return (core, Started(name: core.connection.name, owners: owners))
-        }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
+        let (thread, info) = try ServiceThread.start(
+            name: "XSelection.SelectionWatcher", display: display,
+            make: { () throws(XSelectionError) in
+                let core = try WatcherCore(display: display, selections: unique, events: continuation)
+                let owners = try core.subscribe()
+                return (core, Started(name: core.connection.name, owners: owners))
+            }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
         self.thread = thread
         self.display = info.name
         self.initialOwners = info.owners
@@ -82,10 +84,12 @@ final class WatcherCore {
         self.events = events
         var errorBase: Int32 = 0
         guard XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 else {
-            throw XSelectionError(.missingExtension, display: connection.name,
-                                  "X display \"\(connection.name)\" lacks the XFixes extension, which watching selections needs")
+            throw XSelectionError(
+                .missingExtension, display: connection.name,
+                "X display \"\(connection.name)\" lacks the XFixes extension, which watching selections needs")
         }
-        var major: Int32 = 0, minor: Int32 = 0
+        var major: Int32 = 0
+        var minor: Int32 = 0
         XFixesQueryVersion(connection.display, &major, &minor)
     }
 
@@ -129,8 +133,12 @@ final class WatcherCore {
         switch notify.subtype {
         case XFixesSetSelectionOwnerNotify:
             let owner = notify.owner
-            change = .newOwner(owner == 0 ? nil : SelectionHolder(window: XWindow(UInt32(truncatingIfNeeded: owner)),
-                                                                  client: connection.client(of: owner)))
+            change = .newOwner(
+                owner == 0
+                    ? nil
+                    : SelectionHolder(
+                        window: XWindow(UInt32(truncatingIfNeeded: owner)),
+                        client: connection.client(of: owner)))
         case XFixesSelectionWindowDestroyNotify:
             change = .ownerWindowDestroyed
         default:

@@ -36,8 +36,9 @@ public final class TextWindow: Sendable {
 
         /// Creates a colour from a 24-bit `0xRRGGBB` value, as in CSS.
         public init(hex: UInt32) {
-            self.init(red: UInt8(truncatingIfNeeded: hex >> 16), green: UInt8(truncatingIfNeeded: hex >> 8),
-                      blue: UInt8(truncatingIfNeeded: hex))
+            self.init(
+                red: UInt8(truncatingIfNeeded: hex >> 16), green: UInt8(truncatingIfNeeded: hex >> 8),
+                blue: UInt8(truncatingIfNeeded: hex))
         }
 
         /// Black.
@@ -145,16 +146,21 @@ public final class TextWindow: Sendable {
     ///   - background: The window's background.
     ///   - lines: The text to show at first.
     /// - Throws: `XSelectionError` when the display cannot be opened or does not answer.
-    public init(display: String? = nil, title: String, className: String? = nil, origin: Point? = nil, width: Int = 480, height: Int = 320,
-                foreground: Colour = .black, background: Colour = .white, lines: [Line] = []) throws(XSelectionError) {
+    public init(
+        display: String? = nil, title: String, className: String? = nil, origin: Point? = nil, width: Int = 480, height: Int = 320,
+        foreground: Colour = .black, background: Colour = .white, lines: [Line] = []
+    ) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let setup = TextWindowCore.Setup(title: title, className: className, origin: origin, width: max(1, width), height: max(1, height),
-                                         foreground: foreground, background: background, lines: lines)
+        let setup = TextWindowCore.Setup(
+            title: title, className: className, origin: origin, width: max(1, width), height: max(1, height),
+            foreground: foreground, background: background, lines: lines)
         self.events = stream
-        let (thread, info) = try ServiceThread.start(name: "XSelection.TextWindow", display: display, make: { () throws(XSelectionError) in
-            let core = try TextWindowCore(display: display, setup: setup, events: continuation)
-            return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
-        }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
+        let (thread, info) = try ServiceThread.start(
+            name: "XSelection.TextWindow", display: display,
+            make: { () throws(XSelectionError) in
+                let core = try TextWindowCore(display: display, setup: setup, events: continuation)
+                return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
+            }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
         self.thread = thread
         self.display = info.name
         self.window = XWindow(info.window)

@@ -34,18 +34,23 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
     public var description: String { message }
 
     static func noDisplay() -> XSelectionError {
-        XSelectionError(.noDisplay, display: "",
-                        "no X display given: set DISPLAY or pass a display name such as \":0\"")
+        XSelectionError(
+            .noDisplay, display: "",
+            "no X display given: set DISPLAY or pass a display name such as \":0\"")
     }
 
     static func cannotOpen(_ display: String) -> XSelectionError {
-        XSelectionError(.cannotOpen, display: display,
-                        "cannot open X display \"\(display)\": no server is listening there or access was refused; check DISPLAY and XAUTHORITY, or pass another display")
+        XSelectionError(
+            .cannotOpen, display: display,
+            "cannot open X display \"\(display)\": no server is listening there or access was refused; check DISPLAY and XAUTHORITY, or pass another display"
+        )
     }
 
     static func connectionLost(_ display: String) -> XSelectionError {
-        XSelectionError(.connectionLost, display: display,
-                        "lost the connection to X display \"\(display)\": the server exited or closed the connection; open a new connection when it is back")
+        XSelectionError(
+            .connectionLost, display: display,
+            "lost the connection to X display \"\(display)\": the server exited or closed the connection; open a new connection when it is back"
+        )
     }
 
     static func closed(_ display: String) -> XSelectionError {
@@ -53,6 +58,8 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     static func timedOut(_ display: String, _ what: String) -> XSelectionError {
-        XSelectionError(.timedOut, display: display, "X display \"\(display)\" did not answer \(what) in time; the server may be grabbed by another client or overloaded")
+        XSelectionError(
+            .timedOut, display: display,
+            "X display \"\(display)\" did not answer \(what) in time; the server may be grabbed by another client or overloaded")
     }
 }

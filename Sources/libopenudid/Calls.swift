@@ -34,8 +34,10 @@ func status(_ body: () throws(CallFailure) -> Void) -> Int32 {
 ///   - name: The parameter's name in openudid.h, for the message.
 ///   - function: The C function, for the message.
 ///   - required: Whether NULL is an error.
-func text(_ pointer: UnsafePointer<CChar>?, _ name: String, of function: String,
-          required: Bool = false) throws(CallFailure) -> String? {
+func text(
+    _ pointer: UnsafePointer<CChar>?, _ name: String, of function: String,
+    required: Bool = false
+) throws(CallFailure) -> String? {
     guard let pointer else {
         if required { throw CallFailure(.invalidArgument, "\(function): \(name) is NULL; pass a NUL-terminated UTF-8 string") }
         return nil

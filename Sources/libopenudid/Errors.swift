@@ -1,5 +1,8 @@
-import CommandLineKit
+// The exported functions carry the C names that include/openudid.h declares.
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 import COpenUDID
+import CommandLineKit
 import Glibc
 import OpenUDIDKit
 

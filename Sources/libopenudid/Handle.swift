@@ -21,8 +21,10 @@ final class Handle: Sendable {
     func participate(_ listener: ChangeListener?) throws(CallFailure) {
         try participating.withLock { (current: inout Participating?) throws(CallFailure) in
             guard current == nil else {
-                throw CallFailure(.busy, "openudid_participate: \(udid.app.id) already participates through this handle; "
-                    + "one participation per handle (openudid_close ends it)")
+                throw CallFailure(
+                    .busy,
+                    "openudid_participate: \(udid.app.id) already participates through this handle; "
+                        + "one participation per handle (openudid_close ends it)")
             }
             current = Participating(udid.participate(), listener: listener)
         }

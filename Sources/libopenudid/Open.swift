@@ -1,10 +1,15 @@
+// The exported functions carry the C names that include/openudid.h declares.
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 import COpenUDID
 import Foundation
 import OpenUDIDKit
 
 /// Opens a handle for `openudid_open` and `openudid_open_with`.
-private func open(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ optionsPointer: OpaquePointer?,
-                  _ out: UnsafeMutablePointer<OpaquePointer?>?, function: String) -> Int32 {
+private func open(
+    _ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ optionsPointer: OpaquePointer?,
+    _ out: UnsafeMutablePointer<OpaquePointer?>?, function: String
+) -> Int32 {
     out?.pointee = nil
     return status { () throws(CallFailure) in
         let out = try required(out, "out", of: function)
@@ -28,15 +33,19 @@ private func open(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?,
 
 /// `openudid_open`: a handle for `app` with the default options.
 @c @implementation
-public func openudid_open(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?,
-                          _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+public func openudid_open(
+    _ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?,
+    _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
     open(app, vendor, nil, out, function: "openudid_open")
 }
 
 /// `openudid_open_with`: a handle for `app` with `options`.
 @c @implementation
-public func openudid_open_with(_ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ options: OpaquePointer?,
-                               _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+public func openudid_open_with(
+    _ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ options: OpaquePointer?,
+    _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
     open(app, vendor, options, out, function: "openudid_open_with")
 }
 

@@ -1,3 +1,6 @@
+// The exported functions carry the C names that include/openudid.h declares.
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 import COpenUDID
 import Foundation
 import OpenUDIDKit
@@ -81,8 +84,10 @@ public func openudid_options_set_mirror(_ pointer: OpaquePointer?, _ mirror: ope
         case OPENUDID_MIRROR_FILE: choice = .file
         case OPENUDID_MIRROR_NONE: choice = .none
         default:
-            throw CallFailure(.invalidArgument, "openudid_options_set_mirror: \(Int32(bitPattern: mirror.rawValue)) is not an openudid_mirror; "
-                + "use OPENUDID_MIRROR_AUTOMATIC, _SECRET_SERVICE, _FILE or _NONE")
+            throw CallFailure(
+                .invalidArgument,
+                "openudid_options_set_mirror: \(Int32(bitPattern: mirror.rawValue)) is not an openudid_mirror; "
+                    + "use OPENUDID_MIRROR_AUTOMATIC, _SECRET_SERVICE, _FILE or _NONE")
         }
         options.configuration.withLock { $0.mirror = choice }
     }
@@ -98,8 +103,10 @@ public func openudid_options_set_policy(_ pointer: OpaquePointer?, _ policy: ope
         case OPENUDID_POLICY_FOLLOW_CONSENSUS: chosen = .followConsensus
         case OPENUDID_POLICY_KEEP_LOCAL: chosen = .keepLocal
         default:
-            throw CallFailure(.invalidArgument, "openudid_options_set_policy: \(Int32(bitPattern: policy.rawValue)) is not an openudid_policy; "
-                + "use OPENUDID_POLICY_FOLLOW_CONSENSUS or OPENUDID_POLICY_KEEP_LOCAL")
+            throw CallFailure(
+                .invalidArgument,
+                "openudid_options_set_policy: \(Int32(bitPattern: policy.rawValue)) is not an openudid_policy; "
+                    + "use OPENUDID_POLICY_FOLLOW_CONSENSUS or OPENUDID_POLICY_KEEP_LOCAL")
         }
         options.configuration.withLock { $0.policy = chosen }
     }

@@ -1,11 +1,16 @@
+// The exported functions carry the C names that include/openudid.h declares.
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 import COpenUDID
 import OpenUDIDKit
 
 /// `openudid_participate`: takes part in the session until `openudid_close`.
 @c @implementation
-public func openudid_participate(_ pointer: OpaquePointer?,
-                                 _ onChange: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void)?,
-                                 _ context: UnsafeMutableRawPointer?) -> Int32 {
+public func openudid_participate(
+    _ pointer: OpaquePointer?,
+    _ onChange: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void)?,
+    _ context: UnsafeMutableRawPointer?
+) -> Int32 {
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: "openudid_participate")
         try handle.participate(onChange.map { ChangeListener($0, context: context) })

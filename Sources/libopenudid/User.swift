@@ -1,3 +1,6 @@
+// The exported functions carry the C names that include/openudid.h declares.
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 import COpenUDID
 import OpenUDIDKit
 

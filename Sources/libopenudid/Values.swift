@@ -1,3 +1,6 @@
+// The exported functions carry the C names that include/openudid.h declares.
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 import COpenUDID
 import Glibc
 import OpenUDIDKit
@@ -7,8 +10,10 @@ private func copy(_ text: String, into out: UnsafeMutablePointer<CChar>?, size: 
     let out = try required(out, "out", of: function)
     let bytes = Array(text.utf8CString)
     guard size >= bytes.count else {
-        throw CallFailure(.bufferTooSmall, "\(function): the buffer holds \(size) bytes; the answer needs \(bytes.count) "
-            + "(\(bytes.count - 1) characters and a NUL)")
+        throw CallFailure(
+            .bufferTooSmall,
+            "\(function): the buffer holds \(size) bytes; the answer needs \(bytes.count) "
+                + "(\(bytes.count - 1) characters and a NUL)")
     }
     bytes.withUnsafeBufferPointer { out.update(from: $0.baseAddress!, count: $0.count) }
 }

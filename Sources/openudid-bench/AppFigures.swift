@@ -10,8 +10,9 @@ extension Bench {
     /// Fills the busy namespace; the owner of its slots stays in `owners` until `stopOwners()`.
     func prepareBusyNamespace() throws -> Identifier {
         log("preparing a busy session: 100 occupied slots, 100 file slots, a file mirror")
-        let configuration = OpenUDID.Configuration(usesSelections: false, namespace: Self.busyNamespace, mirror: .file,
-                                                   environment: environment)
+        let configuration = OpenUDID.Configuration(
+            usesSelections: false, namespace: Self.busyNamespace, mirror: .file,
+            environment: environment)
         var identifier: Identifier?
         for index in 0..<100 {
             let report = try OpenUDID(app: "com.bench.file\(index)", configuration: configuration).resolve()
@@ -21,8 +22,11 @@ extension Bench {
             identifier = report.identifier
         }
         guard let identifier else { throw BenchError("no identifier came out of preparing the file slots") }
-        owners.append(try startOwner(["--prefix", "_OPENUDID_\(Self.busyNamespace)_SLOT_", "--count", "100",
-                                      "--target", "_OPENUDID_RECORD", "--text", Self.recordTemplate(id: identifier)]))
+        owners.append(
+            try startOwner([
+                "--prefix", "_OPENUDID_\(Self.busyNamespace)_SLOT_", "--count", "100",
+                "--target", "_OPENUDID_RECORD", "--text", Self.recordTemplate(id: identifier)
+            ]))
         return identifier
     }
 
@@ -36,10 +40,13 @@ extension Bench {
     func coldValue(expected identifier: Identifier) throws {
         log("a cold value() for a new app in the busy session")
         var configuration = OpenUDID.Configuration(display: display, namespace: Self.busyNamespace, mirror: .file, environment: environment)
-        results.add(Figure("cold.value.file", "cold value() of a new app: 100 occupied slots, 100 file slots, file mirror",
-                           samples: try coldSamples(configuration, expected: identifier, warmup: plan.cold.warmup, reps: plan.cold.reps,
-                                                    prefix: "com.bench.cold"),
-                           baseline: "read100.pipelined", target: .atMost(0.005)))
+        results.add(
+            Figure(
+                "cold.value.file", "cold value() of a new app: 100 occupied slots, 100 file slots, file mirror",
+                samples: try coldSamples(
+                    configuration, expected: identifier, warmup: plan.cold.warmup, reps: plan.cold.reps,
+                    prefix: "com.bench.cold"),
+                baseline: "read100.pipelined", target: .atMost(0.005)))
 
         let keyring: PrivateKeyring
         do {
@@ -56,38 +63,47 @@ extension Bench {
             throw BenchError("seeding the Secret Service mirror went wrong: \(seeded.sources) \(seeded.repairs)")
         }
         try OpenUDID.removeApp("com.bench.seed", namespace: Self.busyNamespace, environment: configuration.environment)
-        results.add(Figure("cold.value.secret-service", "the same with the Secret Service mirror (gnome-keyring)",
-                           samples: try coldSamples(configuration, expected: identifier, warmup: plan.coldSecretService.warmup,
-                                                    reps: plan.coldSecretService.reps, prefix: "com.bench.coldss"),
-                           baseline: "cold.value.file"))
+        results.add(
+            Figure(
+                "cold.value.secret-service", "the same with the Secret Service mirror (gnome-keyring)",
+                samples: try coldSamples(
+                    configuration, expected: identifier, warmup: plan.coldSecretService.warmup,
+                    reps: plan.coldSecretService.reps, prefix: "com.bench.coldss"),
+                baseline: "cold.value.file"))
         withExtendedLifetime(keyring) {}
     }
 
     /// Times `value()` on a fresh handle of a never-seen app; after each pass the
     /// app's files are removed again, so every pass meets the same session.
-    private func coldSamples(_ configuration: OpenUDID.Configuration, expected identifier: Identifier, warmup: Int, reps: Int,
-                             prefix: String) throws -> [Double] {
+    private func coldSamples(
+        _ configuration: OpenUDID.Configuration, expected identifier: Identifier, warmup: Int, reps: Int,
+        prefix: String
+    ) throws -> [Double] {
         var pass = 0
         var checkedSources = false
-        return try measure(warmup: warmup, reps: reps, { () throws -> (OpenUDID, Identifier) in
-            pass += 1
-            // The handle is returned so that closing its connection is not timed: apps keep theirs.
-            let udid = try OpenUDID(app: "\(prefix)\(pass)", configuration: configuration)
-            return (udid, udid.value())
-        }) { udid, value in
-            guard value == identifier else {
-                throw BenchError("a cold value() gave \(value), not the session's \(identifier.hex): \(udid.resolve().sources)")
-            }
-            if !checkedSources {
-                let sources = Dictionary(udid.resolve().sources.map { ($0.name, $0.state) }) { first, _ in first }
-                guard sources["selections"] == .read(records: 100), sources["file-slots"] == .read(records: 100),
-                      sources["mirror"] == .read(records: 1) else {
-                    throw BenchError("the busy session is not what it should be: \(udid.resolve().sources)")
+        return try measure(
+            warmup: warmup, reps: reps,
+            { () throws -> (OpenUDID, Identifier) in
+                pass += 1
+                // The handle is returned so that closing its connection is not timed: apps keep theirs.
+                let udid = try OpenUDID(app: "\(prefix)\(pass)", configuration: configuration)
+                return (udid, udid.value())
+            },
+            check: { udid, value in
+                guard value == identifier else {
+                    throw BenchError("a cold value() gave \(value), not the session's \(identifier.hex): \(udid.resolve().sources)")
                 }
-                checkedSources = true
-            }
-            try OpenUDID.removeApp(udid.app.id, namespace: Self.busyNamespace, environment: configuration.environment)
-        }
+                if !checkedSources {
+                    let sources = Dictionary(udid.resolve().sources.map { ($0.name, $0.state) }) { first, _ in first }
+                    guard sources["selections"] == .read(records: 100), sources["file-slots"] == .read(records: 100),
+                        sources["mirror"] == .read(records: 1)
+                    else {
+                        throw BenchError("the busy session is not what it should be: \(udid.resolve().sources)")
+                    }
+                    checkedSources = true
+                }
+                try OpenUDID.removeApp(udid.app.id, namespace: Self.busyNamespace, environment: configuration.environment)
+            })
     }
 
     // MARK: 7. Footprint
@@ -102,14 +118,22 @@ extension Bench {
         guard first.succeeded, printed == [identifier.hex] else {
             throw BenchError("openudid get printed \(printed) instead of \(identifier.hex): \(first.standardError)")
         }
-        results.add(Figure("footprint.help.wall", "openudid --help: start-up of the same binary doing nothing",
-                           samples: try wallSamples(["--help"])))
-        results.add(Figure("footprint.get.wall", "openudid get in the busy session, spawn to exit",
-                           samples: try wallSamples(get), baseline: "footprint.help.wall", target: .atMost(0.030)))
+        results.add(
+            Figure(
+                "footprint.help.wall", "openudid --help: start-up of the same binary doing nothing",
+                samples: try wallSamples(["--help"])))
+        results.add(
+            Figure(
+                "footprint.get.wall", "openudid get in the busy session, spawn to exit",
+                samples: try wallSamples(get), baseline: "footprint.help.wall", target: .atMost(0.030)))
         if let time = Tools.find("time").flatMap({ $0.hasPrefix("/") ? $0 : nil }) {
-            results.add(Figure("footprint.help.rss", "openudid --help, peak RSS", unit: .bytes, samples: try peakRSSSamples(["--help"], time: time)))
-            results.add(Figure("footprint.get.rss", "openudid get, peak RSS", unit: .bytes, samples: try peakRSSSamples(get, time: time),
-                               baseline: "footprint.help.rss", target: .atMost(20 * 1_048_576)))
+            results.add(
+                Figure("footprint.help.rss", "openudid --help, peak RSS", unit: .bytes, samples: try peakRSSSamples(["--help"], time: time))
+            )
+            results.add(
+                Figure(
+                    "footprint.get.rss", "openudid get, peak RSS", unit: .bytes, samples: try peakRSSSamples(get, time: time),
+                    baseline: "footprint.help.rss", target: .atMost(20 * 1_048_576)))
         } else {
             let reason = "needs GNU time (/usr/bin/time, Debian package time) to see a child's own peak RSS"
             results.add(.skipped("footprint.help.rss", "openudid --help, peak RSS", unit: .bytes, because: reason))
@@ -124,12 +148,16 @@ extension Bench {
             try OpenUDID.removeApp(app, namespace: Self.busyNamespace, environment: environment)
             if pass >= plan.processes.warmup { firstValues.append(run.firstValue) }
         }
-        results.add(Figure("cold.value.first-in-process", "the same cold value(), but the first call of a fresh process",
-                           samples: firstValues, baseline: "cold.value.file", target: .atMost(0.005)))
+        results.add(
+            Figure(
+                "cold.value.first-in-process", "the same cold value(), but the first call of a fresh process",
+                samples: firstValues, baseline: "cold.value.file", target: .atMost(0.005)))
 
         // The host: this program's `host` mode, with and without participate(),
         // each in an empty namespace of its own, alternating so drift hits both.
-        var without: [Double] = [], with: [Double] = [], gain: [Double] = []
+        var without: [Double] = []
+        var with: [Double] = []
+        var gain: [Double] = []
         for pair in 0..<plan.hostPairs {
             let plain = try host(namespace: "host\(pair)a", app: "com.bench.host", participate: false, settle: true).rss
             let participating = try host(namespace: "host\(pair)b", app: "com.bench.host", participate: true, settle: true).rss
@@ -138,10 +166,14 @@ extension Bench {
             gain.append(participating - plain)
         }
         results.add(Figure("footprint.host.rss", "a small host that calls value(), RSS", unit: .bytes, samples: without))
-        results.add(Figure("footprint.host.participating.rss", "the same host after participate() serves its slot, RSS", unit: .bytes,
-                           samples: with, baseline: "footprint.host.rss"))
-        results.add(Figure("footprint.participation.gain", "RSS participating adds to the host (paired runs)", unit: .bytes,
-                           samples: gain, target: .atMost(2 * 1_048_576)))
+        results.add(
+            Figure(
+                "footprint.host.participating.rss", "the same host after participate() serves its slot, RSS", unit: .bytes,
+                samples: with, baseline: "footprint.host.rss"))
+        results.add(
+            Figure(
+                "footprint.participation.gain", "RSS participating adds to the host (paired runs)", unit: .bytes,
+                samples: gain, target: .atMost(2 * 1_048_576)))
     }
 
     /// Wall time of `openudid arguments` from spawn to exit, output to /dev/null.
@@ -168,11 +200,13 @@ extension Bench {
         var rss: [Double] = []
         let output = scratch.path + "/time-output"
         for pass in 0..<(plan.processes.warmup + plan.processes.reps) {
-            let child = try Child(time, ["-f", "%M", "-o", output, tools.openudid] + arguments, environment: environment,
-                                  captureOutput: false, scratch: scratch.path)
+            let child = try Child(
+                time, ["-f", "%M", "-o", output, tools.openudid] + arguments, environment: environment,
+                captureOutput: false, scratch: scratch.path)
             child.wait()
             guard child.succeeded, let text = try? String(contentsOfFile: output, encoding: .utf8),
-                  let kilobytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                let kilobytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else {
                 throw BenchError("time openudid \(arguments.joined(separator: " ")) failed: \(child.standardError)")
             }
             if pass >= plan.processes.warmup { rss.append(kilobytes * 1024) }
@@ -182,9 +216,11 @@ extension Bench {
 
     /// Runs this program's `host` mode; its RSS once settled and its first value() time.
     private func host(namespace: String, app: String, participate: Bool, settle: Bool) throws -> (rss: Double, firstValue: Double) {
-        let child = try Child(tools.bench, ["host", "--app", app, "--namespace", namespace]
-                                + (participate ? ["--participate"] : []) + (settle ? [] : ["--no-settle"]),
-                              environment: environment, scratch: scratch.path)
+        let child = try Child(
+            tools.bench,
+            ["host", "--app", app, "--namespace", namespace]
+                + (participate ? ["--participate"] : []) + (settle ? [] : ["--no-settle"]),
+            environment: environment, scratch: scratch.path)
         let line = child.nextLine(timeout: .seconds(30)) ?? ""
         child.wait()
         let words = line.split(separator: " ").map(String.init)
@@ -202,8 +238,9 @@ extension Bench {
 
     func serving() throws {
         log("serving: SelectionRequests answered under a flood")
-        let participant = try Child(tools.openudid, ["serve", "--app", "com.bench.server", "--namespace", "serve", "--mirror", "file"],
-                                    environment: environment, scratch: scratch.path)
+        let participant = try Child(
+            tools.openudid, ["serve", "--app", "com.bench.server", "--namespace", "serve", "--mirror", "file"],
+            environment: environment, scratch: scratch.path)
         defer { participant.stop() }
         guard let identifier = participant.nextLine(timeout: .seconds(30)), identifier.count == 40 else {
             throw BenchError("openudid serve printed no identifier: \(participant.standardError)")
@@ -212,26 +249,37 @@ extension Bench {
         let owner = try startOwner(["--prefix", "_BENCH_SERVED", "--target", "_OPENUDID_RECORD", "--text", record])
         defer { owner.stop() }
 
-        results.add(Figure("serve.unowned", "conversions the server answers itself (no owner), per second", unit: .rate,
-                           samples: try flood("_BENCH_NOBODY_0", expectAnswers: false)))
-        results.add(Figure("serve.participant", "requests an `openudid serve` app answers, per second, under a flood", unit: .rate,
-                           samples: try flood("_OPENUDID_serve_SLOT_0", expectAnswers: true),
-                           baseline: "serve.unowned", target: .atLeast(20_000)))
-        results.add(Figure("serve.owner", "the same for a bare SelectionOwner (xselection-helper own)", unit: .rate,
-                           samples: try flood("_BENCH_SERVED", expectAnswers: true), baseline: "serve.unowned"))
+        results.add(
+            Figure(
+                "serve.unowned", "conversions the server answers itself (no owner), per second", unit: .rate,
+                samples: try flood("_BENCH_NOBODY_0", expectAnswers: false)))
+        results.add(
+            Figure(
+                "serve.participant", "requests an `openudid serve` app answers, per second, under a flood", unit: .rate,
+                samples: try flood("_OPENUDID_serve_SLOT_0", expectAnswers: true),
+                baseline: "serve.unowned", target: .atLeast(20_000)))
+        results.add(
+            Figure(
+                "serve.owner", "the same for a bare SelectionOwner (xselection-helper own)", unit: .rate,
+                samples: try flood("_BENCH_SERVED", expectAnswers: true), baseline: "serve.unowned"))
     }
 
     /// Rates of one flood, per interval, the first interval left out as warm-up.
     private func flood(_ selection: String, expectAnswers: Bool) throws -> [Double] {
-        let child = try Child(tools.helper, ["flood-rate", "--selection", selection, "--target", "_OPENUDID_RECORD", "--window", "64",
-                                             "--interval-ms", "\(plan.flood.milliseconds)", "--intervals", "\(plan.flood.intervals)"],
-                              environment: environment, scratch: scratch.path)
+        let child = try Child(
+            tools.helper,
+            [
+                "flood-rate", "--selection", selection, "--target", "_OPENUDID_RECORD", "--window", "64",
+                "--interval-ms", "\(plan.flood.milliseconds)", "--intervals", "\(plan.flood.intervals)"
+            ],
+            environment: environment, scratch: scratch.path)
         let lines = child.allLines(timeout: .seconds(120))
         child.wait()
         var rates: [Double] = []
         for line in lines.dropFirst() {
             let words = line.split(separator: " ")
-            guard words.count == 4, let answered = Double(words[1]), let refused = Double(words[2]), let nanoseconds = Double(words[3]) else {
+            guard words.count == 4, let answered = Double(words[1]), let refused = Double(words[2]), let nanoseconds = Double(words[3])
+            else {
                 continue
             }
             if expectAnswers && refused > 0 { throw BenchError("\(selection) refused \(Int(refused)) requests under the flood") }
@@ -256,8 +304,9 @@ extension Bench {
                 case .failure(let problem): failures.append(problem.description)
                 }
             }
-            var figure = Figure("converge.\(apps)", "\(apps) apps started at once: last start until all report one identifier",
-                                samples: samples, baseline: "footprint.get.wall", target: apps == 30 ? .atMost(0.5) : nil)
+            var figure = Figure(
+                "converge.\(apps)", "\(apps) apps started at once: last start until all report one identifier",
+                samples: samples, baseline: "footprint.get.wall", target: apps == 30 ? .atMost(0.5) : nil)
             figure.failures = failures.count
             if !failures.isEmpty {
                 results.notes.append("converge.\(apps): \(failures.count) trial(s) did not converge: \(failures.joined(separator: "; "))")
@@ -287,9 +336,14 @@ extension Bench {
             }
         }
         for index in 0..<apps {
-            children.append(try Child(tools.openudid, ["serve", "--app", "com.vendor\(index % 3).app\(index)", "--namespace", namespace,
-                                                       "--mirror", "file"],
-                                      environment: environment, scratch: scratch.path))
+            children.append(
+                try Child(
+                    tools.openudid,
+                    [
+                        "serve", "--app", "com.vendor\(index % 3).app\(index)", "--namespace", namespace,
+                        "--mirror", "file"
+                    ],
+                    environment: environment, scratch: scratch.path))
         }
         let lastStart = ContinuousClock.now
         let deadline = lastStart + .seconds(20)
@@ -303,7 +357,10 @@ extension Bench {
             }
             guard now < deadline else {
                 let distinct = Set(latest.compactMap { $0 }).count
-                return .failure(BenchError("trial \(trial): after 20 s, \(latest.filter { $0 != nil }.count) of \(apps) apps had printed, \(distinct) distinct identifier(s)"))
+                return .failure(
+                    BenchError(
+                        "trial \(trial): after 20 s, \(latest.filter { $0 != nil }.count) of \(apps) apps had printed, \(distinct) distinct identifier(s)"
+                    ))
             }
             if let dead = children.first(where: { $0.atEnd }) {
                 return .failure(BenchError("trial \(trial): an app exited: \(dead.standardError)"))

@@ -106,10 +106,15 @@ final class Bench {
     }
 
     /// Runs a plain-Xlib timing of xselection-helper and returns its samples in seconds.
-    func helperTiming(_ what: String, prefix: String, count: Int, warmup: Int, reps: Int, target: String = "UTF8_STRING") throws -> [Double] {
-        let child = try Child(tools.helper, ["time", "--what", what, "--prefix", prefix, "--count", "\(count)", "--target", target,
-                                             "--warmup", "\(warmup)", "--reps", "\(reps)"],
-                              environment: environment, scratch: scratch.path)
+    func helperTiming(_ what: String, prefix: String, count: Int, warmup: Int, reps: Int, target: String = "UTF8_STRING") throws -> [Double]
+    {
+        let child = try Child(
+            tools.helper,
+            [
+                "time", "--what", what, "--prefix", prefix, "--count", "\(count)", "--target", target,
+                "--warmup", "\(warmup)", "--reps", "\(reps)"
+            ],
+            environment: environment, scratch: scratch.path)
         let lines = child.allLines(timeout: .seconds(120))
         child.wait()
         let samples = lines.compactMap { Double($0).map { $0 * 1e-9 } }

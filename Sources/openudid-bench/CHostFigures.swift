@@ -89,7 +89,9 @@ extension Bench {
         // The header of this checkout: the benchmark runs where it was built.
         let include = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("include").path
-        guard FileManager.default.fileExists(atPath: include + "/openudid.h") else { return skip("cannot find include/openudid.h at \(include)") }
+        guard FileManager.default.fileExists(atPath: include + "/openudid.h") else {
+            return skip("cannot find include/openudid.h at \(include)")
+        }
 
         // Laid out as scripts/install lays it out, so the program links by SONAME.
         let directory = scratch.path + "/c-host"
@@ -98,15 +100,21 @@ extension Bench {
         try FileManager.default.createSymbolicLink(atPath: lib + "/libopenudid.so.1", withDestinationPath: library)
         try FileManager.default.createSymbolicLink(atPath: lib + "/libopenudid.so", withDestinationPath: "libopenudid.so.1")
         try Self.cHostSource.write(toFile: directory + "/host.c", atomically: true, encoding: .utf8)
-        let plain = directory + "/plain", linked = directory + "/linked"
-        for (output, flags) in [(plain, [String]()), (linked, ["-DWITH_OPENUDID", "-I", include, "-L", lib, "-lopenudid", "-Wl,-rpath," + lib])] {
-            let compiler = try Child(cc, ["-O2", "-o", output, directory + "/host.c"] + flags, environment: environment, scratch: scratch.path)
+        let plain = directory + "/plain"
+        let linked = directory + "/linked"
+        for (output, flags) in [
+            (plain, [String]()), (linked, ["-DWITH_OPENUDID", "-I", include, "-L", lib, "-lopenudid", "-Wl,-rpath," + lib])
+        ] {
+            let compiler = try Child(
+                cc, ["-O2", "-o", output, directory + "/host.c"] + flags, environment: environment, scratch: scratch.path)
             compiler.wait()
             guard compiler.succeeded else { throw BenchError("cc could not build the C host: \(compiler.standardError)") }
         }
 
         // Alternating, each participating run in an empty namespace of its own, so drift hits both.
-        var without: [Double] = [], with: [Double] = [], gain: [Double] = []
+        var without: [Double] = []
+        var with: [Double] = []
+        var gain: [Double] = []
         for pair in 0..<plan.hostPairs {
             let bare = try cHost(plain, [])
             let participating = try cHost(linked, ["com.bench.chost", "chost\(pair)"])

@@ -4,13 +4,16 @@ import Foundation
 enum Machine {
     static func describe() -> [String: Any] {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let cpu = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?
+        let cpu =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?
             .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
         let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
-        let memoryKiB = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }?
+        let memoryKiB =
+            meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }?
             .split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Double($0) } ?? 0
         let release = (try? String(contentsOfFile: "/etc/os-release", encoding: .utf8)) ?? ""
-        let os = release.split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }?
+        let os =
+            release.split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }?
             .dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? "unknown OS"
         var name = utsname()
         uname(&name)
@@ -22,7 +25,7 @@ enum Machine {
             "os": os,
             "kernel": kernel,
             "xserver": firstLine(of: "dpkg-query -W -f='Xvfb ${Version}' xvfb 2>/dev/null") ?? "Xvfb",
-            "swift": firstLine(of: "swift --version 2>/dev/null") ?? "unknown",
+            "swift": firstLine(of: "swift --version 2>/dev/null") ?? "unknown"
         ]
     }
 
@@ -47,8 +50,10 @@ enum Machine {
     static let endMarker = "<!-- bench-results:end -->"
 
     /// Replaces the block between the markers in `path` with this run's results.
-    static func updateDocument(_ path: String, results: Results, command: String, date: String, machine: [String: Any],
-                               seconds: Double) throws {
+    static func updateDocument(
+        _ path: String, results: Results, command: String, date: String, machine: [String: Any],
+        seconds: Double
+    ) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         guard let begin = text.range(of: beginMarker), let end = text.range(of: endMarker), begin.upperBound <= end.lowerBound else {
             throw BenchError("\(path) has no block between \(beginMarker) and \(endMarker) to put the results in; add the two lines")
@@ -56,8 +61,10 @@ enum Machine {
         var block = "\n"
         block += "Measured \(date) with `\(command)` (\(String(format: "%.0f", seconds)) s), on "
         block += "\(machine["cpu"] ?? "?") × \(machine["cores"] ?? "?") cores, \(machine["memoryGiB"] ?? "?") GiB, "
-        block += "\(machine["os"] ?? "?") (Linux \(machine["kernel"] ?? "?")), \(machine["xserver"] ?? "Xvfb"), \(machine["swift"] ?? "Swift"). "
-        block += "Load average (1, 5, 15 min) at the start: \(machine["loadAtStart"] ?? "?"), at the end: \(machine["loadAtEnd"] ?? "?").\n\n"
+        block +=
+            "\(machine["os"] ?? "?") (Linux \(machine["kernel"] ?? "?")), \(machine["xserver"] ?? "Xvfb"), \(machine["swift"] ?? "Swift"). "
+        block +=
+            "Load average (1, 5, 15 min) at the start: \(machine["loadAtStart"] ?? "?"), at the end: \(machine["loadAtEnd"] ?? "?").\n\n"
         block += results.markdown()
         if !results.notes.isEmpty {
             block += "\n" + results.notes.map { "- \($0)" }.joined(separator: "\n") + "\n"

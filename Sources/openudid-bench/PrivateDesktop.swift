@@ -1,6 +1,6 @@
 import Foundation
-import ProcessSupport
 import OpenUDIDKit
+import ProcessSupport
 
 /// Where the benchmark's tools are: the package's executables beside this one,
 /// and the system's on PATH.
@@ -21,7 +21,8 @@ struct Tools {
         openudid = productsDirectory + "/openudid"
         helper = productsDirectory + "/xselection-helper"
         for path in [openudid, helper] where !FileManager.default.isExecutableFile(atPath: path) {
-            throw BenchError("""
+            throw BenchError(
+                """
                 \((path as NSString).lastPathComponent) is missing from \(productsDirectory); \
                 build the whole package (swift build -c release) so it sits beside openudid-bench
                 """)
@@ -75,8 +76,9 @@ final class PrivateXServer {
 
     init(scratch: Scratch) throws {
         let xvfb = try Tools.require("Xvfb", package: "xvfb")
-        child = try Child(xvfb, ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "800x600x24", "-noreset"],
-                          environment: ["PATH": "/usr/bin:/bin"], scratch: scratch.path)
+        child = try Child(
+            xvfb, ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "800x600x24", "-noreset"],
+            environment: ["PATH": "/usr/bin:/bin"], scratch: scratch.path)
         guard let line = child.nextLine(timeout: .seconds(10)), let number = Int(line.trimmingCharacters(in: .whitespaces)) else {
             throw BenchError("Xvfb reported no display number: \(child.standardError)")
         }
@@ -93,8 +95,9 @@ struct PrivateHome {
     init(scratch: Scratch, name: String) throws {
         root = scratch.path + "/" + name
         for sub in ["data", "config", "cache", "runtime"] {
-            try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: root + "/" + sub, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
     }
 
@@ -106,7 +109,7 @@ struct PrivateHome {
             "XDG_CONFIG_HOME": root + "/config",
             "XDG_CACHE_HOME": root + "/cache",
             "XDG_RUNTIME_DIR": root + "/runtime",
-            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         ]
         if let display { environment["DISPLAY"] = display }
         environment.merge(extra) { $1 }
@@ -134,16 +137,18 @@ final class PrivateKeyring {
         let config = home.root + "/session-bus.conf"
         try privateSessionBusConfiguration(socketDirectory: home.root + "/runtime", serviceDirectory: services)
             .write(toFile: config, atomically: true, encoding: .utf8)
-        bus = try Child(dbus, ["--config-file=\(config)", "--print-address=1", "--nofork"],
-                        environment: home.environment(display: nil), scratch: scratch.path)
+        bus = try Child(
+            dbus, ["--config-file=\(config)", "--print-address=1", "--nofork"],
+            environment: home.environment(display: nil), scratch: scratch.path)
         guard let line = bus.nextLine(timeout: .seconds(10)), line.hasPrefix("unix:") else {
             throw BenchError("dbus-daemon printed no address: \(bus.standardError)")
         }
         address = line
         // The password goes in without a newline, which would become part of it.
-        keyring = try Child(daemon, ["--unlock", "--foreground", "--components=secrets"],
-                            environment: home.environment(display: nil, extra: ["DBUS_SESSION_BUS_ADDRESS": address]),
-                            input: Array("bench".utf8), captureOutput: false, scratch: scratch.path)
+        keyring = try Child(
+            daemon, ["--unlock", "--foreground", "--components=secrets"],
+            environment: home.environment(display: nil, extra: ["DBUS_SESSION_BUS_ADDRESS": address]),
+            input: Array("bench".utf8), captureOutput: false, scratch: scratch.path)
         let deadline = ContinuousClock.now + .seconds(10)
         while !SecretServiceMirror.probe(busAddress: address).canHoldMirror {
             guard ContinuousClock.now < deadline else {

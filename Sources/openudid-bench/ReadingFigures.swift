@@ -9,16 +9,22 @@ extension Bench {
     }
 
     /// Reads `names` and checks outside the timing that each gave what `expect` says.
-    func timedRead(_ reader: SelectionReader, _ names: [SelectionName], depth: Int?, warmup: Int, reps: Int,
-                   expectValues: Bool) throws -> [Double] {
+    func timedRead(
+        _ reader: SelectionReader, _ names: [SelectionName], depth: Int?, warmup: Int, reps: Int,
+        expectValues: Bool
+    ) throws -> [Double] {
         let options = SelectionReader.Options(deadline: .seconds(30), maxBytes: SlotRecord.maximumSize, pipelineDepth: depth)
-        return try measure(warmup: warmup, reps: reps, { try reader.read(names, target: "UTF8_STRING", options: options) }) { outcomes in
-            let good = outcomes.values.filter { expectValues ? $0.value != nil : $0 == .noOwner }.count
-            guard outcomes.count == names.count, good == names.count else {
-                let bad = outcomes.first { expectValues ? $0.value.value == nil : $0.value != .noOwner }
-                throw BenchError("reading \(names.count) selections gave \(good) as expected; for example \(bad.map { "\($0.key): \($0.value)" } ?? "none")")
-            }
-        }
+        return try measure(
+            warmup: warmup, reps: reps, { try reader.read(names, target: "UTF8_STRING", options: options) },
+            check: { outcomes in
+                let good = outcomes.values.filter { expectValues ? $0.value != nil : $0 == .noOwner }.count
+                guard outcomes.count == names.count, good == names.count else {
+                    let bad = outcomes.first { expectValues ? $0.value.value == nil : $0.value != .noOwner }
+                    throw BenchError(
+                        "reading \(names.count) selections gave \(good) as expected; for example \(bad.map { "\($0.key): \($0.value)" } ?? "none")"
+                    )
+                }
+            })
     }
 
     // MARK: 1. The floor
@@ -28,18 +34,26 @@ extension Bench {
         let reader = try SelectionReader(display: display)
         defer { reader.close() }
         let plan = self.plan.floor
-        results.add(Figure("floor.roundtrip", "one X round trip (SelectionReader.roundTrip, GetInputFocus)",
-                           samples: try measure(warmup: plan.warmup, reps: plan.reps) { try reader.roundTrip() }))
-        results.add(Figure("floor.roundtrip.xlib", "one X round trip, plain Xlib XSync",
-                           samples: try helperTiming("roundtrip", prefix: "_BENCH_NOBODY_", count: 1, warmup: plan.warmup, reps: plan.reps),
-                           baseline: "floor.roundtrip"))
+        results.add(
+            Figure(
+                "floor.roundtrip", "one X round trip (SelectionReader.roundTrip, GetInputFocus)",
+                samples: try measure(warmup: plan.warmup, reps: plan.reps) { try reader.roundTrip() }))
+        results.add(
+            Figure(
+                "floor.roundtrip.xlib", "one X round trip, plain Xlib XSync",
+                samples: try helperTiming("roundtrip", prefix: "_BENCH_NOBODY_", count: 1, warmup: plan.warmup, reps: plan.reps),
+                baseline: "floor.roundtrip"))
         let unowned = names("_BENCH_NOBODY_", 100)
-        results.add(Figure("floor.unowned100", "100 pipelined conversions of unowned selections (SelectionReader)",
-                           samples: try timedRead(reader, unowned, depth: nil, warmup: plan.warmup, reps: plan.reps / 2, expectValues: false),
-                           baseline: "floor.roundtrip"))
-        results.add(Figure("floor.unowned100.xlib", "100 pipelined conversions of unowned selections, plain Xlib",
-                           samples: try helperTiming("unowned", prefix: "_BENCH_NOBODY_", count: 100, warmup: plan.warmup, reps: plan.reps / 2),
-                           baseline: "floor.unowned100"))
+        results.add(
+            Figure(
+                "floor.unowned100", "100 pipelined conversions of unowned selections (SelectionReader)",
+                samples: try timedRead(reader, unowned, depth: nil, warmup: plan.warmup, reps: plan.reps / 2, expectValues: false),
+                baseline: "floor.roundtrip"))
+        results.add(
+            Figure(
+                "floor.unowned100.xlib", "100 pipelined conversions of unowned selections, plain Xlib",
+                samples: try helperTiming("unowned", prefix: "_BENCH_NOBODY_", count: 100, warmup: plan.warmup, reps: plan.reps / 2),
+                baseline: "floor.unowned100"))
     }
 
     // MARK: 2. Reading 100 occupied slots
@@ -63,39 +77,58 @@ extension Bench {
             }
         }
 
-        results.add(Figure("read100.pipelined", "100 occupied slots, one owner process, pipelined (SelectionReader)",
-                           samples: try timedRead(reader, slots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps,
-                                                  expectValues: true),
-                           baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
-        results.add(Figure("read100.sequential", "the same, one conversion awaited at a time (pipelineDepth 1)",
-                           samples: try timedRead(reader, slots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps,
-                                                  expectValues: true),
-                           baseline: "read100.pipelined", target: .atLeastTimesBaseline(15)))
-        results.add(Figure("read100.pipelined.xlib", "the same slots, pipelined plain Xlib/xcb reader",
-                           samples: try helperTiming("pipelined", prefix: prefix, count: 100, warmup: plan.pipelined.warmup,
-                                                     reps: plan.pipelined.reps),
-                           baseline: "read100.pipelined"))
-        results.add(Figure("read100.sequential.xlib", "the same slots, sequential plain Xlib reader (convert, wait, get property)",
-                           samples: try helperTiming("sequential", prefix: prefix, count: 100, warmup: plan.sequential.warmup,
-                                                     reps: plan.sequential.reps),
-                           baseline: "read100.pipelined"))
+        results.add(
+            Figure(
+                "read100.pipelined", "100 occupied slots, one owner process, pipelined (SelectionReader)",
+                samples: try timedRead(
+                    reader, slots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps,
+                    expectValues: true),
+                baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
+        results.add(
+            Figure(
+                "read100.sequential", "the same, one conversion awaited at a time (pipelineDepth 1)",
+                samples: try timedRead(
+                    reader, slots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps,
+                    expectValues: true),
+                baseline: "read100.pipelined", target: .atLeastTimesBaseline(15)))
+        results.add(
+            Figure(
+                "read100.pipelined.xlib", "the same slots, pipelined plain Xlib/xcb reader",
+                samples: try helperTiming(
+                    "pipelined", prefix: prefix, count: 100, warmup: plan.pipelined.warmup,
+                    reps: plan.pipelined.reps),
+                baseline: "read100.pipelined"))
+        results.add(
+            Figure(
+                "read100.sequential.xlib", "the same slots, sequential plain Xlib reader (convert, wait, get property)",
+                samples: try helperTiming(
+                    "sequential", prefix: prefix, count: 100, warmup: plan.sequential.warmup,
+                    reps: plan.sequential.reps),
+                baseline: "read100.pipelined"))
         results.add(try tkReading(prefix: prefix, count: 100))
 
         // Many owners: one process per slot, as a hundred participating apps would be.
         let manyPrefix = "_BENCH_MANY_"
-        let many = try startOwners((0..<plan.ownerProcesses).map { index in
-            ["--prefix", manyPrefix, "--count", "1", "--start", "\(index)", "--target", "UTF8_STRING", "--text", template]
-        })
+        let many = try startOwners(
+            (0..<plan.ownerProcesses).map { index in
+                ["--prefix", manyPrefix, "--count", "1", "--start", "\(index)", "--target", "UTF8_STRING", "--text", template]
+            })
         defer { many.forEach { $0.stop(grace: .milliseconds(500)) } }
         let manySlots = names(manyPrefix, plan.ownerProcesses)
-        results.add(Figure("read100.pipelined.100procs", "100 occupied slots, one owner process each, pipelined",
-                           samples: try timedRead(reader, manySlots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps,
-                                                  expectValues: true),
-                           baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
-        results.add(Figure("read100.sequential.100procs", "the same, one conversion awaited at a time",
-                           samples: try timedRead(reader, manySlots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps,
-                                                  expectValues: true),
-                           baseline: "read100.pipelined.100procs", target: .atLeastTimesBaseline(15)))
+        results.add(
+            Figure(
+                "read100.pipelined.100procs", "100 occupied slots, one owner process each, pipelined",
+                samples: try timedRead(
+                    reader, manySlots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps,
+                    expectValues: true),
+                baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
+        results.add(
+            Figure(
+                "read100.sequential.100procs", "the same, one conversion awaited at a time",
+                samples: try timedRead(
+                    reader, manySlots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps,
+                    expectValues: true),
+                baseline: "read100.pipelined.100procs", target: .atLeastTimesBaseline(15)))
     }
 
     /// Tk reading the slots one `selection get` at a time, timed inside the script.
@@ -108,8 +141,9 @@ extension Bench {
         }
         let script = scratch.path + "/tk-reader.py"
         try TkReader.script.write(toFile: script, atomically: true, encoding: .utf8)
-        let child = try Child(python, [script, prefix, "\(count)", "UTF8_STRING", "\(plan.tk.warmup)", "\(plan.tk.reps)"],
-                              environment: environment, scratch: scratch.path)
+        let child = try Child(
+            python, [script, prefix, "\(count)", "UTF8_STRING", "\(plan.tk.warmup)", "\(plan.tk.reps)"],
+            environment: environment, scratch: scratch.path)
         let lines = child.allLines(timeout: .seconds(120))
         child.wait()
         if lines.first == "no-tkinter" {
@@ -141,12 +175,20 @@ extension Bench {
             let fast = plan.scaling(count, pipelined: true)
             let slow = plan.scaling(count, pipelined: false)
             let series: [(String, String, [Double], String?)] = [
-                ("unowned", "\(count) unowned selections (the floor)",
-                 try timedRead(reader, unowned, depth: nil, warmup: fast.warmup, reps: fast.reps, expectValues: false), "floor.roundtrip"),
-                ("pipelined", "\(count) occupied slots, pipelined",
-                 try timedRead(reader, occupied, depth: nil, warmup: fast.warmup, reps: fast.reps, expectValues: true), "scale\(count).unowned"),
-                ("sequential", "\(count) occupied slots, sequential",
-                 try timedRead(reader, occupied, depth: 1, warmup: slow.warmup, reps: slow.reps, expectValues: true), "scale\(count).pipelined"),
+                (
+                    "unowned", "\(count) unowned selections (the floor)",
+                    try timedRead(reader, unowned, depth: nil, warmup: fast.warmup, reps: fast.reps, expectValues: false), "floor.roundtrip"
+                ),
+                (
+                    "pipelined", "\(count) occupied slots, pipelined",
+                    try timedRead(reader, occupied, depth: nil, warmup: fast.warmup, reps: fast.reps, expectValues: true),
+                    "scale\(count).unowned"
+                ),
+                (
+                    "sequential", "\(count) occupied slots, sequential",
+                    try timedRead(reader, occupied, depth: 1, warmup: slow.warmup, reps: slow.reps, expectValues: true),
+                    "scale\(count).pipelined"
+                )
             ]
             for (label, name, samples, baseline) in series {
                 let figure = Figure("scale\(count).\(label)", name, samples: samples, baseline: baseline)

@@ -132,9 +132,11 @@ final class Results {
             }
             let n = figure.failures > 0 ? "\(figure.samples.count)/\(figure.samples.count + figure.failures)" : "\(figure.samples.count)"
             let met = self.met(figure).map { $0 ? "yes" : "NO" } ?? ""
-            rows.append([figure.id, figure.median.map(figure.unit.format) ?? "-", figure.p95.map(figure.unit.format) ?? "-", n,
-                         figure.baseline ?? "", ratio(figure).map { String(format: "%.2f×", $0) } ?? "",
-                         figure.target?.describe(figure.unit) ?? "", met])
+            rows.append([
+                figure.id, figure.median.map(figure.unit.format) ?? "-", figure.p95.map(figure.unit.format) ?? "-", n,
+                figure.baseline ?? "", ratio(figure).map { String(format: "%.2f×", $0) } ?? "",
+                figure.target?.describe(figure.unit) ?? "", met
+            ])
         }
         var widths = header.map(\.count)
         for row in rows where !row[1].hasPrefix("skipped") {
@@ -181,9 +183,10 @@ final class Results {
         func number(_ value: Double?) -> Any { value.map { NSNumber(value: $0) } ?? NSNull() }
         let figures = self.figures.map { figure -> [String: Any] in
             var object: [String: Any] = [
-                "id": figure.id, "name": figure.name, "unit": figure.unit == .time ? "seconds" : figure.unit == .rate ? "per second" : "bytes",
+                "id": figure.id, "name": figure.name,
+                "unit": figure.unit == .time ? "seconds" : figure.unit == .rate ? "per second" : "bytes",
                 "median": number(figure.median), "p95": number(figure.p95), "n": figure.samples.count,
-                "failures": figure.failures, "samples": figure.samples,
+                "failures": figure.failures, "samples": figure.samples
             ]
             object["baseline"] = figure.baseline ?? NSNull()
             object["ratio"] = number(ratio(figure))

@@ -30,8 +30,10 @@ final class Child {
     /// - Parameters:
     ///   - input: Bytes for standard input (then closed); nil gives /dev/null.
     ///   - captureOutput: Whether to read standard output; false sends it to /dev/null.
-    init(_ executable: String, _ arguments: [String], environment: [String: String], input: [UInt8]? = nil,
-         captureOutput: Bool = true, scratch: String) throws {
+    init(
+        _ executable: String, _ arguments: [String], environment: [String: String], input: [UInt8]? = nil,
+        captureOutput: Bool = true, scratch: String
+    ) throws {
         name = (executable as NSString).lastPathComponent
         errorFile = scratch + "/stderr-\(name)-\(UUID().uuidString.prefix(8))"
         var outPipe: [Int32] = [-1, -1]

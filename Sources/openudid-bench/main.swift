@@ -23,22 +23,26 @@ let bench = Command(
         .value("svg", "PATH", help: "write the scaling plot to PATH", mayRepeat: true),
         .value("update-doc", "PATH", help: "replace the results block of PATH (docs/BENCHMARKS.md)", mayRepeat: true),
         .value("invoked-as", "TEXT", help: "the command to name in --update-doc (default: this command line)", mayRepeat: true),
-        .value("only", "LIST", help: "comma-separated sections: " + sectionNames.joined(separator: ","),
-               check: .custom { list in
-                   let unknown = Set(list.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
-                       .subtracting(sectionNames)
-                   return unknown.isEmpty ? nil
-                       : "unknown section(s) \(unknown.sorted().map(quoted).joined(separator: ", ")); use \(sectionNames.joined(separator: ","))"
-               }),
+        .value(
+            "only", "LIST", help: "comma-separated sections: " + sectionNames.joined(separator: ","),
+            check: .custom { list in
+                let unknown = Set(list.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
+                    .subtracting(sectionNames)
+                return unknown.isEmpty
+                    ? nil
+                    : "unknown section(s) \(unknown.sorted().map(quoted).joined(separator: ", ")); use \(sectionNames.joined(separator: ","))"
+            })
     ],
     subcommands: [
         // Run by the footprint figure: a process that uses the library and reports its own cost.
-        Command("host", abstract: "resolve once, report the footprint and exit", options: [
-            .value("app", "ID", help: "the app id", default: "com.bench.host"),
-            .value("namespace", "NAME", help: "the namespace"),
-            .flag("participate", help: "also take part until a slot is served"),
-            .flag("no-settle", help: "measure at once instead of letting the threads settle"),
-        ], isHidden: true),
+        Command(
+            "host", abstract: "resolve once, report the footprint and exit",
+            options: [
+                .value("app", "ID", help: "the app id", default: "com.bench.host"),
+                .value("namespace", "NAME", help: "the namespace"),
+                .flag("participate", help: "also take part until a slot is served"),
+                .flag("no-settle", help: "measure at once instead of letting the threads settle")
+            ], isHidden: true)
     ],
     epilogue: """
         Exit status: 0 when every figure was measured (whether or not its target was
@@ -81,7 +85,9 @@ func runHost(_ arguments: ParsedCommand) -> Never {
                 .split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? "0"
         }
         let (whole, attoseconds) = firstValue.components
-        print("rss \(field("VmRSS")) hwm \(field("VmHWM")) slot \(participation?.slot.map(String.init) ?? "none") first-value-ns \(whole * 1_000_000_000 + attoseconds / 1_000_000_000)")
+        print(
+            "rss \(field("VmRSS")) hwm \(field("VmHWM")) slot \(participation?.slot.map(String.init) ?? "none") first-value-ns \(whole * 1_000_000_000 + attoseconds / 1_000_000_000)"
+        )
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("openudid-bench host: \(error)\n".utf8))
@@ -93,8 +99,11 @@ func runHost(_ arguments: ParsedCommand) -> Never {
 
 let arguments = bench.parseOrExit()
 if arguments.name == "host" { runHost(arguments) }
-let quick = arguments.has("quick"), printJSON = arguments.has("json")
-let jsonPath = arguments["write-json"], svgPath = arguments["svg"], docPath = arguments["update-doc"]
+let quick = arguments.has("quick")
+let printJSON = arguments.has("json")
+let jsonPath = arguments["write-json"]
+let svgPath = arguments["svg"]
+let docPath = arguments["update-doc"]
 let invokedAs = arguments["invoked-as"]
 let sections = Set(arguments["only"].map { $0.split(separator: ",").map(String.init) } ?? sectionNames)
 if quick && docPath != nil {
@@ -141,8 +150,10 @@ machine["loadAtStart"] = loadAtStart
 machine["loadAtEnd"] = Machine.loadAverage()
 let command = invokedAs ?? (["openudid-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
 let date = ISO8601DateFormatter().string(from: Date())
-let context: [String: Any] = ["mode": quick ? "quick" : "full", "command": command, "date": date, "machine": machine,
-                              "seconds": elapsed]
+let context: [String: Any] = [
+    "mode": quick ? "quick" : "full", "command": command, "date": date, "machine": machine,
+    "seconds": elapsed
+]
 let json = results.json(context: context)
 if let jsonPath { try? json.write(to: URL(fileURLWithPath: jsonPath)) }
 if let svgPath, !results.scaling.isEmpty {

@@ -19,10 +19,14 @@ let lab = Command(
         .value("out", "DIR", help: "where to write", default: "out/lab", mayRepeat: true),
         .flag("json", help: "print the JSON instead of the table"),
         .flag("quick", help: "run only the scenarios the tests need"),
-        .flag("file-mirror", help: "keep the vendor mirror in the file store even where a keyring could start "
-            + "(what happens without a Secret Service)"),
-        .value("readme", "FILE", help: "also put the table and picture between the lab:begin and lab:end comment "
-            + "lines of FILE, if it has them", mayRepeat: true),
+        .flag(
+            "file-mirror",
+            help: "keep the vendor mirror in the file store even where a keyring could start "
+                + "(what happens without a Secret Service)"),
+        .value(
+            "readme", "FILE",
+            help: "also put the table and picture between the lab:begin and lab:end comment "
+                + "lines of FILE, if it has them", mayRepeat: true)
     ],
     epilogue: """
         It needs the openudid tool built beside it (swift build), Xvfb, and for the
@@ -53,7 +57,7 @@ func cleanUpAfterInterruption() {
 // MARK: Arguments
 
 let arguments = lab.parseOrExit()
-let outDirectory = arguments["out"]!  // it has a default
+let outDirectory = arguments["out"]! // it has a default
 let printsJSON = arguments.has("json")
 let quick = arguments.has("quick")
 let fileMirror = arguments.has("file-mirror")
@@ -139,6 +143,7 @@ if printsJSON {
     print(MarkdownTable.render(report), terminator: "")
 }
 let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
-say("\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns in "
-    + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
+say(
+    "\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns in "
+        + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
 exit(0)

@@ -5,12 +5,14 @@ import OpenUDIDKit
 // generated from it.
 
 private let app = Option.value("app", "ID", help: "the app's reverse-DNS id, such as com.acme.notes", required: true)
-private let scope = Option.value("scope", "SCOPE", help: "print the identifier all apps share, or a UUID derived for this app alone",
-                                 default: "shared", check: .oneOf(["shared", "app"]))
-private let namespace = Option.value("namespace", "NAME", help: "a separate set of slots and files, for experiments",
-                                     check: .custom { name in
-                                         StoragePaths.isValidNamespace(name) ? nil : StoragePathsError(.invalidNamespace(name)).description
-                                     })
+private let scope = Option.value(
+    "scope", "SCOPE", help: "print the identifier all apps share, or a UUID derived for this app alone",
+    default: "shared", check: .oneOf(["shared", "app"]))
+private let namespace = Option.value(
+    "namespace", "NAME", help: "a separate set of slots and files, for experiments",
+    check: .custom { name in
+        StoragePaths.isValidNamespace(name) ? nil : StoragePathsError(.invalidNamespace(name)).description
+    })
 
 /// The options of every command that resolves (get, serve, slots, opt-out).
 private let resolving: [Option] = [
@@ -19,14 +21,16 @@ private let resolving: [Option] = [
     .flag("no-files", help: "use no file slots and no local cache (experiments)"),
     namespace,
     .value("policy", "POLICY", help: "follow the consensus (default) or keep the app's own value", check: .oneOf(["follow", "keep"])),
-    .value("mirror", "MIRROR", help: "where the per-vendor mirror lives (default: automatic)",
-           check: .oneOf(["automatic", "secret-service", "file", "none"], alsoAccepting: ["auto"])),
-    .value("vendor", "NAME", help: "the app's vendor (default: the id's first two parts, three under io.github. and other hosting prefixes)",
-           check: .custom { vendor in
-               do throws(IdentityError) { try AppIdentity.validate(vendor, as: .vendor) } catch { return error.description }
-               return nil
-           }),
-    .value("slots", "N", help: "the number of selection slots (default: 100)", check: .integer(in: 1...10_000)),
+    .value(
+        "mirror", "MIRROR", help: "where the per-vendor mirror lives (default: automatic)",
+        check: .oneOf(["automatic", "secret-service", "file", "none"], alsoAccepting: ["auto"])),
+    .value(
+        "vendor", "NAME", help: "the app's vendor (default: the id's first two parts, three under io.github. and other hosting prefixes)",
+        check: .custom { vendor in
+            do throws(IdentityError) { try AppIdentity.validate(vendor, as: .vendor) } catch { return error.description }
+            return nil
+        }),
+    .value("slots", "N", help: "the number of selection slots (default: 100)", check: .integer(in: 1...10_000))
 ]
 
 /// The `openudid` tool and its commands.
@@ -34,48 +38,60 @@ let tool = Command(
     "openudid",
     abstract: "share one identifier between cooperating desktop apps",
     subcommands: [
-        Command("get", abstract: "resolve once and print the identifier", discussion: """
-            Resolves once and prints the identifier: 40 hex digits (all zero when
-            opted out), or with --scope app a UUID derived for this app alone. With
-            --json, prints the identifier with its provenance: the vote, the sources
-            and whether each answered, rejected records, and what was written where
-            (docs/PROTOCOL.md, section 12).
+        Command(
+            "get", abstract: "resolve once and print the identifier",
+            discussion: """
+                Resolves once and prints the identifier: 40 hex digits (all zero when
+                opted out), or with --scope app a UUID derived for this app alone. With
+                --json, prints the identifier with its provenance: the vote, the sources
+                and whether each answered, rejected records, and what was written where
+                (docs/PROTOCOL.md, section 12).
 
-            Exits with status 3 after printing when files are in use but no file slot,
-            local cache or mirror holds the identifier afterwards (every write failed
-            or was skipped): the identifier is not saved and the next call may print
-            another; the message on standard error says why.
-            """,
+                Exits with status 3 after printing when files are in use but no file slot,
+                local cache or mirror holds the identifier afterwards (every write failed
+                or was skipped): the identifier is not saved and the next call may print
+                another; the message on standard error says why.
+                """,
             options: [app, .flag("json", help: "print the identifier with its provenance as JSON"), scope] + resolving),
-        Command("serve", abstract: "participate until SIGINT/SIGTERM; print the identifier whenever it changes", discussion: """
-            Participates until SIGINT or SIGTERM: serves the app's record in the lowest
-            free selection slot and resolves again whenever another slot changes.
-            Prints the identifier once the slot is served, then a line on every change;
-            with --scope app, the UUID derived for this app alone.
-            """,
+        Command(
+            "serve", abstract: "participate until SIGINT/SIGTERM; print the identifier whenever it changes",
+            discussion: """
+                Participates until SIGINT or SIGTERM: serves the app's record in the lowest
+                free selection slot and resolves again whenever another slot changes.
+                Prints the identifier once the slot is served, then a line on every change;
+                with --scope app, the UUID derived for this app alone.
+                """,
             options: [app, scope] + resolving),
-        Command("slots", abstract: "list every occupied selection slot and file slot", discussion: """
-            Lists every occupied selection slot and file slot: slot, app, vendor,
-            identifier, opted out, born. Records that fail validation are listed with
-            the reason.
-            """,
+        Command(
+            "slots", abstract: "list every occupied selection slot and file slot",
+            discussion: """
+                Lists every occupied selection slot and file slot: slot, app, vendor,
+                identifier, opted out, born. Records that fail validation are listed with
+                the reason.
+                """,
             options: [.flag("json", help: "print the slots as JSON")] + resolving),
-        Command("remove-app", abstract: "delete the app's file slot and local cache", discussion: """
-            Deletes what uninstalling the app together with its data would: its file
-            slot and its local cache. Other apps and the vendor mirror are untouched.
-            Stop the app's process yourself.
-            """,
+        Command(
+            "remove-app", abstract: "delete the app's file slot and local cache",
+            discussion: """
+                Deletes what uninstalling the app together with its data would: its file
+                slot and its local cache. Other apps and the vendor mirror are untouched.
+                Stop the app's process yourself.
+                """,
             synopses: ["ID [--namespace NAME]", "--app ID [--namespace NAME]"],
             options: [.value("app", "ID", help: "the app's reverse-DNS id, instead of the word ID"), namespace],
             arguments: ["ID"]),
-        Command("opt-out", abstract: "opt one app out, or with --all the user for every app (--undo reverses)", discussion: """
-            Opts one app out (it reports all zeros, publishes that it opted out and
-            does not vote), or with --all the user for every app. --undo reverses it.
-            """,
+        Command(
+            "opt-out", abstract: "opt one app out, or with --all the user for every app (--undo reverses)",
+            discussion: """
+                Opts one app out (it reports all zeros, publishes that it opted out and
+                does not vote), or with --all the user for every app. --undo reverses it.
+                """,
             synopses: ["--app ID [--undo] [options]", "--all [--undo]"],
-            options: [.value("app", "ID", help: "the app to opt out"),
-                      .flag("all", help: "opt the user out for every app"),
-                      .flag("undo", help: "opt back in")] + resolving),
+            options: [
+                .value("app", "ID", help: "the app to opt out"),
+                .flag("all", help: "opt the user out for every app"),
+                .flag("undo", help: "opt back in")
+            ] + resolving)
     ],
     epilogue: """
         exit status: 0 success; 1 the operation failed (the message says why);

@@ -162,8 +162,10 @@ case "slots":
                 var object: [String: Any] = ["kind": entry.kind, "slot": entry.slot.map { NSNumber(value: $0) } ?? NSNull()]
                 switch entry.record {
                 case .success(let record):
-                    object.merge(["app": record.app, "vendor": record.vendor, "id": record.id.hex, "optOut": record.optOut,
-                                  "born": NSNumber(value: record.born)]) { $1 }
+                    object.merge([
+                        "app": record.app, "vendor": record.vendor, "id": record.id.hex, "optOut": record.optOut,
+                        "born": NSNumber(value: record.born)
+                    ]) { $1 }
                 case .failure(let rejection):
                     object["rejected"] = rejection.reason
                     object["place"] = rejection.place
@@ -171,21 +173,25 @@ case "slots":
                 if let holder = entry.holder { object["owner"] = holder.description }
                 return object
             },
-            "unavailable": survey.unavailable.map(\.description),
+            "unavailable": survey.unavailable.map(\.description)
         ])
     } else {
         printLine("SLOT           APP                            VENDOR           ID                                        OPTED-OUT BORN")
         for entry in survey.entries {
             // Wide enough for "selection 9999": a narrower column would cut "selection 10" to "selection 1".
-            let where_ = (entry.kind == "selection" ? "selection \(entry.slot ?? 0)" : "file").padding(toLength: 14, withPad: " ", startingAt: 0)
+            let location = (entry.kind == "selection" ? "selection \(entry.slot ?? 0)" : "file").padding(
+                toLength: 14, withPad: " ", startingAt: 0)
             switch entry.record {
             case .success(let record):
                 let born = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(record.born) / 1000))
-                printLine([where_, record.app.padding(toLength: 30, withPad: " ", startingAt: 0),
-                           record.vendor.padding(toLength: 16, withPad: " ", startingAt: 0), record.id.hex,
-                           (record.optOut ? "yes" : "no").padding(toLength: 9, withPad: " ", startingAt: 0), born].joined(separator: " "))
+                printLine(
+                    [
+                        location, record.app.padding(toLength: 30, withPad: " ", startingAt: 0),
+                        record.vendor.padding(toLength: 16, withPad: " ", startingAt: 0), record.id.hex,
+                        (record.optOut ? "yes" : "no").padding(toLength: 9, withPad: " ", startingAt: 0), born
+                    ].joined(separator: " "))
             case .failure(let rejection):
-                printLine("\(where_) rejected: \(rejection)")
+                printLine("\(location) rejected: \(rejection)")
             }
         }
         for status in survey.unavailable { FileHandle.standardError.write(Data("openudid: \(status)\n".utf8)) }

@@ -17,7 +17,8 @@ struct Report {
 
     init(_ report: OpenUDIDKit.Report) {
         let document = report.document
-        lines = ["id \(document.id)", "origin \(document.origin.rawValue)"]
+        lines =
+            ["id \(document.id)", "origin \(document.origin.rawValue)"]
             + document.sources.map { "\($0.name) \($0.state.rawValue)" }
     }
 }
@@ -33,9 +34,12 @@ enum Resolution {
     static func configuration() throws -> OpenUDID.Configuration {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("openudid-api-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        return OpenUDID.Configuration(usesSelections: false, namespace: "api", mirror: .none,
-                                      environment: ["HOME": home.path, "XDG_DATA_HOME": home.path + "/data",
-                                                    "XDG_CONFIG_HOME": home.path + "/config", "XDG_CACHE_HOME": home.path + "/cache"])
+        return OpenUDID.Configuration(
+            usesSelections: false, namespace: "api", mirror: .none,
+            environment: [
+                "HOME": home.path, "XDG_DATA_HOME": home.path + "/data",
+                "XDG_CONFIG_HOME": home.path + "/config", "XDG_CACHE_HOME": home.path + "/cache"
+            ])
     }
 
     @Test func aClientWithItsOwnIdentifierReportAndResolutionUsesTheLibrary() throws {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Bad input through every function of the C interface gives an error code
 /// and a message that names the problem, never a crash: Programs/bad-input.c
@@ -87,7 +87,7 @@ import TestSupport
         "openudid_is_opted_out_everywhere(no home)": ("0", ["0"]),
         "openudid_open_with(no store)": ("0", []),
         "openudid_opt_out(no store)": (estore, ["cannot write", "not a directory"]),
-        "openudid_opt_out_everywhere(no store)": (estore, ["cannot write", "not a directory"]),
+        "openudid_opt_out_everywhere(no store)": (estore, ["cannot write", "not a directory"])
     ]
 
     /// Runs bad-input in `mode` with `environment` and returns its lines as call -> (code, message).
@@ -100,7 +100,10 @@ import TestSupport
         var calls: [String: (code: String, message: String)] = [:]
         for line in lines.dropLast() {
             let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 3 else { Issue.record("unreadable line: \(line)"); continue }
+            guard fields.count == 3 else {
+                Issue.record("unreadable line: \(line)")
+                continue
+            }
             calls[fields[0]] = (fields[1], fields[2])
         }
         return calls
@@ -140,10 +143,12 @@ import TestSupport
         let home = try PrivateHome()
         let file = home.root.appendingPathComponent("a-file")
         try Data("not a directory".utf8).write(to: file)
-        let calls = try run("no-store", environment: [
-            "PATH": "/usr/bin:/bin", "HOME": file.appendingPathComponent("home").path,
-            "XDG_DATA_HOME": file.appendingPathComponent("data").path, "XDG_CONFIG_HOME": file.appendingPathComponent("config").path,
-        ])
+        let calls = try run(
+            "no-store",
+            environment: [
+                "PATH": "/usr/bin:/bin", "HOME": file.appendingPathComponent("home").path,
+                "XDG_DATA_HOME": file.appendingPathComponent("data").path, "XDG_CONFIG_HOME": file.appendingPathComponent("config").path
+            ])
         check(calls)
         #expect(calls.count == 3)
     }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A C program and a C++ program, compiled against the installed library
 /// with `pkg-config --cflags --libs openudid`, take part in one session with
@@ -15,11 +15,14 @@ import TestSupport
 
     /// Starts a client in `session` for `app` and reads its value and app lines.
     private func start(_ language: String, app: String, session: TestSession, once: Bool = false) throws
-        -> (child: ChildProcess, value: String, appValue: String) {
-        let child = try ChildProcess(client(language), [app, session.namespace] + (once ? ["--once"] : []),
-                                     environment: try Installation.shared.get().environment(session.environment))
+        -> (child: ChildProcess, value: String, appValue: String)
+    {
+        let child = try ChildProcess(
+            client(language), [app, session.namespace] + (once ? ["--once"] : []),
+            environment: try Installation.shared.get().environment(session.environment))
         guard let value = child.nextLine(timeout: 15), let appValue = child.nextLine(timeout: 5),
-              value.hasPrefix("value "), appValue.hasPrefix("app ") else {
+            value.hasPrefix("value "), appValue.hasPrefix("app ")
+        else {
             throw HarnessError("the \(language) client printed no value: \(child.standardError)")
         }
         return (child, String(value.dropFirst(6)), String(appValue.dropFirst(4)))
@@ -43,8 +46,11 @@ import TestSupport
         let slots = try session.run(["slots", "--json"]).standardOutput
         let object = try #require(try JSONSerialization.jsonObject(with: Data(slots.utf8)) as? [String: Any])
         let entries = object["slots"] as? [[String: Any]] ?? []
-        #expect(entries.contains { $0["kind"] as? String == "selection" && $0["app"] as? String == "org.example.client" && $0["id"] as? String == shared },
-                "\(slots)")
+        #expect(
+            entries.contains {
+                $0["kind"] as? String == "selection" && $0["app"] as? String == "org.example.client" && $0["id"] as? String == shared
+            },
+            "\(slots)")
 
         child.signal(SIGTERM)
         #expect(child.nextLine(timeout: 10) == "closed")
@@ -80,13 +86,14 @@ import TestSupport
         child.signal(SIGUSR1)
         #expect(child.nextLine(timeout: 10) == "change \(Self.zeros)")
         // The opt-out is published in the C program's slot; the Swift app still shares.
-        #expect(eventually(timeout: 10) {
-            let slots = (try? session.run(["slots", "--json"]).standardOutput) ?? ""
-            let object = (try? JSONSerialization.jsonObject(with: Data(slots.utf8))) as? [String: Any]
-            return (object?["slots"] as? [[String: Any]] ?? []).contains {
-                $0["kind"] as? String == "selection" && $0["app"] as? String == "org.example.client" && $0["optOut"] as? Bool == true
-            }
-        })
+        #expect(
+            eventually(timeout: 10) {
+                let slots = (try? session.run(["slots", "--json"]).standardOutput) ?? ""
+                let object = (try? JSONSerialization.jsonObject(with: Data(slots.utf8))) as? [String: Any]
+                return (object?["slots"] as? [[String: Any]] ?? []).contains {
+                    $0["kind"] as? String == "selection" && $0["app"] as? String == "org.example.client" && $0["optOut"] as? Bool == true
+                }
+            })
         #expect(try session.get("net.example.viewer", ["--mirror", "file"]) == shared)
         #expect(swift.current == shared)
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Example Mail, the GTK 4 app in C, built with its Makefile against the
 /// installed library, runs under Xvfb (GDK_BACKEND=x11, GSK_RENDERER=cairo)
@@ -13,10 +13,13 @@ import TestSupport
     static let built = Result { () throws -> URL in
         let installation = try Installation.shared.get()
         let program = installation.binaries.appendingPathComponent("gtk-mail")
-        let result = try runCommand(Tools.find("make"),
-                                    ["-s", "-C", Installation.packageRoot.appendingPathComponent("Examples/gtk-mail").path, "OUT=\(program.path)"],
-                                    environment: installation.environment(), timeout: 180)
-        guard result.status == 0 else { throw HarnessError("make -C Examples/gtk-mail failed: \(result.standardError)\(result.standardOutput)") }
+        let result = try runCommand(
+            Tools.find("make"),
+            ["-s", "-C", Installation.packageRoot.appendingPathComponent("Examples/gtk-mail").path, "OUT=\(program.path)"],
+            environment: installation.environment(), timeout: 180)
+        guard result.status == 0 else {
+            throw HarnessError("make -C Examples/gtk-mail failed: \(result.standardError)\(result.standardOutput)")
+        }
         return program
     }
 
@@ -42,8 +45,13 @@ import TestSupport
         let program = try Self.built.get()
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
-        let notes = Printed(try ChildProcess(Tools.product("acme-notes"), ["--namespace", session.namespace, "--mirror", "file",
-                                                                           "--geometry", "250x200+0+0"], environment: session.environment))
+        let notes = Printed(
+            try ChildProcess(
+                Tools.product("acme-notes"),
+                [
+                    "--namespace", session.namespace, "--mirror", "file",
+                    "--geometry", "250x200+0+0"
+                ], environment: session.environment))
         #expect(eventually(timeout: 15) { notes.current != nil }, "acme-notes: \(notes.child.standardError)")
         let shared = try #require(notes.current)
 
@@ -52,8 +60,13 @@ import TestSupport
         let mail = Printed(try ChildProcess(program, ["--namespace", session.namespace, "--mirror", "file"], environment: environment))
         #expect(eventually(timeout: 20) { mail.current != nil }, "gtk-mail printed nothing: \(mail.child.standardError)")
         #expect(mail.current == shared)
-        let chess = Printed(try ChildProcess(Tools.product("indie-chess"), ["--namespace", session.namespace, "--mirror", "file",
-                                                                            "--geometry", "250x200+260+0"], environment: session.environment))
+        let chess = Printed(
+            try ChildProcess(
+                Tools.product("indie-chess"),
+                [
+                    "--namespace", session.namespace, "--mirror", "file",
+                    "--geometry", "250x200+260+0"
+                ], environment: session.environment))
         #expect(eventually(timeout: 15) { chess.current == shared }, "indie-chess: \(chess.all) \(chess.child.standardError)")
 
         // A real, mapped GTK window of this process.

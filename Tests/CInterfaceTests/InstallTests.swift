@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What `scripts/install` lays out, and the ABI hygiene of the library it installs.
 @Suite struct InstallTests {
@@ -17,8 +17,10 @@ import TestSupport
         let files = FileManager.default
         #expect(files.isExecutableFile(atPath: prefix.appendingPathComponent("lib/libopenudid.so.1").path))
         #expect(try files.destinationOfSymbolicLink(atPath: prefix.appendingPathComponent("lib/libopenudid.so").path) == "libopenudid.so.1")
-        #expect(files.contentsEqual(atPath: prefix.appendingPathComponent("include/openudid.h").path,
-                                    andPath: Installation.packageRoot.appendingPathComponent("include/openudid.h").path))
+        #expect(
+            files.contentsEqual(
+                atPath: prefix.appendingPathComponent("include/openudid.h").path,
+                andPath: Installation.packageRoot.appendingPathComponent("include/openudid.h").path))
         #expect(files.isExecutableFile(atPath: prefix.appendingPathComponent("bin/openudid").path))
 
         #expect(try installation.pkgConfig(["--modversion"]) == ["0.1.0"])
@@ -67,8 +69,9 @@ import TestSupport
         let needed = dynamic.split(separator: "\n").filter { $0.contains("(NEEDED)") }
         #expect(!needed.isEmpty)
         for line in needed {
-            #expect(!line.contains("swift") && !line.contains("Foundation") && !line.contains("dispatch") && !line.contains("BlocksRuntime"),
-                    "\(line)")
+            #expect(
+                !line.contains("swift") && !line.contains("Foundation") && !line.contains("dispatch") && !line.contains("BlocksRuntime"),
+                "\(line)")
         }
         // The loader resolves every dependency from the system alone.
         let resolved = try tool("ldd", [library])
@@ -76,17 +79,20 @@ import TestSupport
         #expect(!resolved.contains("/swift"), "\(resolved)")
     }
 
-    @Test(arguments: [("cc", Installation.strictC, "c"), ("c++", Installation.strictCxx, "c++"),
-                      ("cc", ["-std=c11", "-Wall", "-Wextra", "-pedantic", "-Werror"], "c"),
-                      ("c++", ["-std=c++17", "-Wall", "-Wextra", "-pedantic", "-Werror"], "c++")])
+    @Test(arguments: [
+        ("cc", Installation.strictC, "c"), ("c++", Installation.strictCxx, "c++"),
+        ("cc", ["-std=c11", "-Wall", "-Wextra", "-pedantic", "-Werror"], "c"),
+        ("c++", ["-std=c++17", "-Wall", "-Wextra", "-pedantic", "-Werror"], "c++")
+    ])
     func theHeaderCompilesWithoutWarnings(compiler: String, flags: [String], language: String) throws {
         let home = try PrivateHome()
         let source = home.root.appendingPathComponent("include-only.txt")
         try "#include <openudid.h>\nint main(void) { return OPENUDID_OK + OPENUDID_VALUE_SIZE - 41; }\n"
             .write(to: source, atomically: true, encoding: .utf8)
         let cflags = try installation.pkgConfig(["--cflags"])
-        let result = try runCommand(Tools.find(compiler), flags + cflags + ["-x", language, "-fsyntax-only", source.path],
-                                    environment: try installation.environment())
+        let result = try runCommand(
+            Tools.find(compiler), flags + cflags + ["-x", language, "-fsyntax-only", source.path],
+            environment: try installation.environment())
         #expect(result.status == 0, "\(compiler) \(flags): \(result.standardError)")
         #expect(result.standardError.isEmpty, "\(result.standardError)")
     }

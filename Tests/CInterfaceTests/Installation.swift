@@ -37,9 +37,10 @@ final class Installation: Sendable {
     static func install(_ arguments: [String], extra: [String: String] = [:]) throws -> CommandResult {
         var environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
         environment.merge(extra) { $1 }
-        return try runCommand(Tools.find("bash"),
-                              [packageRoot.appendingPathComponent("scripts/install").path, "--products", Tools.productsDirectory.path] + arguments,
-                              environment: environment, timeout: 120)
+        return try runCommand(
+            Tools.find("bash"),
+            [packageRoot.appendingPathComponent("scripts/install").path, "--products", Tools.productsDirectory.path] + arguments,
+            environment: environment, timeout: 120)
     }
 
     /// Earlier runs' installations whose process is gone (each holds a copy of the library).
@@ -52,7 +53,9 @@ final class Installation: Sendable {
     }
 
     /// The environment that finds the installation: pkg-config's path, and the loader's.
-    func environment(_ base: [String: String] = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) -> [String: String] {
+    func environment(_ base: [String: String] = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) -> [String:
+        String]
+    {
         var environment = base
         environment["PKG_CONFIG_PATH"] = prefix.appendingPathComponent("lib/pkgconfig").path
         environment["LD_LIBRARY_PATH"] = prefix.appendingPathComponent("lib").path
@@ -70,7 +73,8 @@ final class Installation: Sendable {
     /// `compiler flags source -o out $(pkg-config --cflags --libs openudid)`.
     func compile(_ source: String, with compiler: String, flags: [String], output: String) throws -> CommandResult {
         let out = binaries.appendingPathComponent(output)
-        let arguments = flags + [Self.programs.appendingPathComponent(source).path, "-o", out.path] + (try pkgConfig(["--cflags", "--libs"]))
+        let arguments =
+            flags + [Self.programs.appendingPathComponent(source).path, "-o", out.path] + (try pkgConfig(["--cflags", "--libs"]))
         return try runCommand(Tools.find(compiler), arguments, environment: environment(), timeout: 120)
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The Python binding, installed with pip from bindings/python into a
 /// temporary directory, loading the installed libopenudid, beside Swift apps
@@ -12,10 +12,13 @@ import TestSupport
     static let installed = Result { () throws -> URL in
         let installation = try Installation.shared.get()
         let target = installation.binaries.deletingLastPathComponent().appendingPathComponent("python")
-        let result = try runCommand(Tools.find("python3"),
-                                    ["-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check", "--target", target.path,
-                                     Installation.packageRoot.appendingPathComponent("bindings/python").path],
-                                    environment: installation.environment(), timeout: 120)
+        let result = try runCommand(
+            Tools.find("python3"),
+            [
+                "-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check", "--target", target.path,
+                Installation.packageRoot.appendingPathComponent("bindings/python").path
+            ],
+            environment: installation.environment(), timeout: 120)
         guard result.status == 0 else { throw HarnessError("pip install bindings/python failed: \(result.standardError)") }
         return target
     }
@@ -38,15 +41,17 @@ import TestSupport
     @Test func aPythonAppAgreesWithSwiftAppsAndFollowsItsOptOut() throws {
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
-        let notes = try ChildProcess(Tools.product("acme-notes"), ["--namespace", session.namespace, "--mirror", "file"],
-                                     environment: session.environment)
+        let notes = try ChildProcess(
+            Tools.product("acme-notes"), ["--namespace", session.namespace, "--mirror", "file"],
+            environment: session.environment)
         let shared = try #require(notes.nextLine(timeout: 15), "acme-notes printed nothing: \(notes.standardError)")
         let serve = try session.serve("org.indie.chess", ["--mirror", "file"])
         #expect(serve.current == shared)
 
         let client = Installation.programs.appendingPathComponent("client.py")
-        let child = try ChildProcess(Tools.find("python3"), [client.path, "org.example.python", session.namespace],
-                                     environment: try environment(session))
+        let child = try ChildProcess(
+            Tools.find("python3"), [client.path, "org.example.python", session.namespace],
+            environment: try environment(session))
         #expect(child.nextLine(timeout: 15) == "value \(shared)", "\(child.standardError)")
         let appLine = try #require(child.nextLine(timeout: 5))
         #expect(appLine.hasPrefix("app ") && appLine.count == 40 && !appLine.contains(shared))
@@ -68,7 +73,8 @@ import TestSupport
 
     @Test func errorsAreExceptionsWithTheLibrarysCodeAndMessage() throws {
         let session = try TestSession(display: nil)
-        let result = try python("""
+        let result = try python(
+            """
             import sys, openudid
             def show(call):
                 try:
@@ -102,7 +108,8 @@ import TestSupport
 
     @Test func reportRemoveAppAndTheUsersOptOutWorkFromPython() throws {
         let session = try TestSession(display: nil)
-        let result = try python("""
+        let result = try python(
+            """
             import sys, openudid
             ns = sys.argv[1]
             udid = openudid.OpenUDID("org.example.python", namespace=ns, selections=False, mirror="none")
@@ -118,13 +125,14 @@ import TestSupport
             print(openudid.is_opted_out_everywhere(), openudid.library_version())
             """, session: session)
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardOutput == """
-            True org.example.python generated 36
-            True
-            True \(Self.zeros)
-            False 0.1.0
+        #expect(
+            result.standardOutput == """
+                True org.example.python generated 36
+                True
+                True \(Self.zeros)
+                False 0.1.0
 
-            """)
+                """)
     }
 
     @Test func theLibraryIsFoundThroughOpenudidLibraryOrTheLoadersPath() throws {

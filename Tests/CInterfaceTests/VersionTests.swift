@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The version lives in one place (Sources/CommandLineKit/Command.swift); the
 /// header's macros and the Python package say it again, for their own users,
@@ -15,7 +15,8 @@ import TestSupport
 
         let header = try String(contentsOf: Self.root.appendingPathComponent("include/openudid.h"), encoding: .utf8)
         let parts = ["MAJOR", "MINOR", "PATCH"].map { part in
-            header.split(separator: "\n").first { $0.hasPrefix("#define OPENUDID_VERSION_\(part) ") }?.split(separator: " ").last.map(String.init) ?? "?"
+            header.split(separator: "\n").first { $0.hasPrefix("#define OPENUDID_VERSION_\(part) ") }?.split(separator: " ").last.map(
+                String.init) ?? "?"
         }
         #expect(parts.joined(separator: ".") == version)
 

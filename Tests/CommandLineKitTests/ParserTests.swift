@@ -6,16 +6,18 @@ private let program = Command(
     "tool",
     abstract: "a tool for the tests",
     subcommands: [
-        Command("get", abstract: "get a thing", discussion: "Gets the thing once.", options: [
-            .value("app", "ID", help: "the app", required: true),
-            .flag("json", help: "print JSON"),
-            .value("scope", "SCOPE", help: "which value", default: "shared", check: .oneOf(["shared", "app"])),
-            .value("slots", "N", help: "how many slots", check: .integer(in: 1...10_000)),
-            .value("out", "DIR", help: "where to write", mayRepeat: true),
-        ]),
+        Command(
+            "get", abstract: "get a thing", discussion: "Gets the thing once.",
+            options: [
+                .value("app", "ID", help: "the app", required: true),
+                .flag("json", help: "print JSON"),
+                .value("scope", "SCOPE", help: "which value", default: "shared", check: .oneOf(["shared", "app"])),
+                .value("slots", "N", help: "how many slots", check: .integer(in: 1...10_000)),
+                .value("out", "DIR", help: "where to write", mayRepeat: true)
+            ]),
         Command("remove", abstract: "remove a thing", options: [.value("app", "ID", help: "the app")], arguments: ["ID"]),
         Command("list", abstract: "list things", options: [.flag("json", help: "print JSON")]),
-        Command("secret", abstract: "for the tool itself", isHidden: true),
+        Command("secret", abstract: "for the tool itself", isHidden: true)
     ])
 
 /// Parses `words` and returns the command to run, failing the test on help or the version.
@@ -92,16 +94,19 @@ private func error(_ words: [String]) -> String? {
     @Test func valuesAreCheckedWhileParsing() {
         #expect(error(["get", "--app", "x", "--scope", "xx"]) == "tool get: --scope must be shared or app, not 'xx'; see 'tool get --help'")
         #expect(error(["get", "--app", "x", "--slots", "0"]) == "tool get: --slots must be 1 to 10000, not '0'; see 'tool get --help'")
-        #expect(error(["get", "--app", "x", "--slots", "many"]) == "tool get: --slots must be 1 to 10000, not 'many'; see 'tool get --help'")
+        #expect(
+            error(["get", "--app", "x", "--slots", "many"]) == "tool get: --slots must be 1 to 10000, not 'many'; see 'tool get --help'")
         #expect(error(["get", "--json=yes", "--app", "x"]) == "tool get: --json takes no value, not 'yes'; see 'tool get --help'")
     }
 
     @Test func customChecksAndNumbersSayWhatIsWrong() throws {
-        let command = Command("t", abstract: "", options: [
-            .value("even", "N", help: "", check: .custom { Int($0).map { $0 % 2 == 0 } == true ? nil : "'\($0)' is odd" }),
-            .value("seconds", "S", help: "", check: .number(atLeast: 0.5)),
-            .value("count", "N", help: "", check: .integer(in: 0...Int.max)),
-        ])
+        let command = Command(
+            "t", abstract: "",
+            options: [
+                .value("even", "N", help: "", check: .custom { Int($0).map { $0 % 2 == 0 } == true ? nil : "'\($0)' is odd" }),
+                .value("seconds", "S", help: "", check: .number(atLeast: 0.5)),
+                .value("count", "N", help: "", check: .integer(in: 0...Int.max))
+            ])
         #expect(throws: UsageError(command: "t", message: "'3' is odd")) { try command.parse(["--even", "3"]) }
         #expect(throws: UsageError(command: "t", message: "--seconds must be a number of at least 0.5, not '0.1'")) {
             try command.parse(["--seconds", "0.1"])
@@ -124,19 +129,29 @@ private func error(_ words: [String]) -> String? {
 
     @Test func requiredOptionsAndExtraWordsAreRefused() {
         #expect(error(["get"]) == "tool get: needs --app ID; see 'tool get --help'")
-        #expect(error(["get", "--app", "x", "stray"]) == "tool get: unexpected argument 'stray': get takes no arguments; see 'tool get --help'")
+        #expect(
+            error(["get", "--app", "x", "stray"]) == "tool get: unexpected argument 'stray': get takes no arguments; see 'tool get --help'")
     }
 
     @Test func helpAndVersionWinAnywhereBeforeTheDoubleDash() throws {
         for words in [["--help"], ["-h"], ["help"]] {
-            guard case .help(let text) = try program.parse(words) else { Issue.record("\(words) gave no help"); continue }
+            guard case .help(let text) = try program.parse(words) else {
+                Issue.record("\(words) gave no help")
+                continue
+            }
             #expect(text.hasPrefix("usage: tool <command> [options]"))
         }
         for words in [["get", "--help"], ["get", "--app", "--help"], ["get", "--frobnicate", "-h"], ["help", "get"]] {
-            guard case .help(let text) = try program.parse(words) else { Issue.record("\(words) gave no help"); continue }
+            guard case .help(let text) = try program.parse(words) else {
+                Issue.record("\(words) gave no help")
+                continue
+            }
             #expect(text.hasPrefix("usage: tool get --app ID [options]"), "\(words)")
         }
-        guard case .version(let line) = try program.parse(["get", "--version"]) else { Issue.record("no version"); return }
+        guard case .version(let line) = try program.parse(["get", "--version"]) else {
+            Issue.record("no version")
+            return
+        }
         #expect(line == "tool \(packageVersion)")
         #expect(packageVersion == "0.1.0")
         #expect(error(["get", "--", "--help"]) == "tool get: unexpected argument '--help': get takes no arguments; see 'tool get --help'")
@@ -144,43 +159,48 @@ private func error(_ words: [String]) -> String? {
 
     @Test func helpIsGeneratedFromTheDefinitions() throws {
         // The hidden command is left out.
-        #expect(program.help(path: ["tool"]) == """
-            usage: tool <command> [options]
+        #expect(
+            program.help(path: ["tool"]) == """
+                usage: tool <command> [options]
 
-            commands:
-              get     get a thing
-              remove  remove a thing
-              list    list things
+                commands:
+                  get     get a thing
+                  remove  remove a thing
+                  list    list things
 
-            options:
-              -h, --help  show this help
-              --version   print the version
+                options:
+                  -h, --help  show this help
+                  --version   print the version
 
-            See 'tool <command> --help' for the options of a command.
-            """)
+                See 'tool <command> --help' for the options of a command.
+                """)
         let get = program.subcommands[0].help(path: ["tool", "get"])
-        #expect(get == """
-            usage: tool get --app ID [options]
+        #expect(
+            get == """
+                usage: tool get --app ID [options]
 
-            Gets the thing once.
+                Gets the thing once.
 
-            options:
-              --app ID            the app
-              --json              print JSON
-              --scope shared|app  which value (default: shared)
-              --slots N           how many slots
-              --out DIR           where to write
-              -h, --help          show this help
-              --version           print the version
-            """)
+                options:
+                  --app ID            the app
+                  --json              print JSON
+                  --scope shared|app  which value (default: shared)
+                  --slots N           how many slots
+                  --out DIR           where to write
+                  -h, --help          show this help
+                  --version           print the version
+                """)
         #expect(program.subcommands[1].help(path: ["tool", "remove"]).hasPrefix("usage: tool remove [options] [ID]"))
     }
 
     @Test func longHelpWrapsAndAWideLabelPutsItsTextOnTheNextLine() {
-        let command = Command("t", abstract: "", options: [
-            .value("mirror", "M", help: String(repeating: "word ", count: 30),
-                   check: .oneOf(["automatic", "secret-service", "file", "none"])),
-        ])
+        let command = Command(
+            "t", abstract: "",
+            options: [
+                .value(
+                    "mirror", "M", help: String(repeating: "word ", count: 30),
+                    check: .oneOf(["automatic", "secret-service", "file", "none"]))
+            ])
         let lines = command.help(path: ["t"]).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.allSatisfy { $0.count <= 80 })
         let at = lines.firstIndex { $0.hasPrefix("  --mirror automatic|secret-service|file|none") }
@@ -190,8 +210,9 @@ private func error(_ words: [String]) -> String? {
 
     @Test func aHiddenCommandStillRunsAndAProgramWithOptionsNeedsNoCommand() throws {
         #expect(try run(["secret"]).name == "secret")
-        let bench = Command("bench", abstract: "", options: [.flag("quick", help: "")],
-                            subcommands: [Command("host", abstract: "", options: [.flag("participate", help: "")], isHidden: true)])
+        let bench = Command(
+            "bench", abstract: "", options: [.flag("quick", help: "")],
+            subcommands: [Command("host", abstract: "", options: [.flag("participate", help: "")], isHidden: true)])
         guard case .run(let quick) = try bench.parse(["--quick"]), case .run(let host) = try bench.parse(["host", "--participate"]) else {
             Issue.record("did not parse")
             return

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenUDIDKit
 
 @Suite struct AppIdentityTests {
@@ -24,7 +25,7 @@ import Testing
         // Prefixes match byte for byte, case included, and only as whole elements.
         ("IO.GitHub.alice.App", "IO.GitHub"),
         ("io.githubx.alice.App", "io.githubx"),
-        ("com.acme.notes.extra", "com.acme"),
+        ("com.acme.notes.extra", "com.acme")
     ])
     func acceptsReverseDNSAndDerivesVendor(id: String, vendor: String) throws {
         let identity = try AppIdentity(id)
@@ -92,7 +93,7 @@ import Testing
         ("com.ac\u{0}me", .invalidCharacter("\u{0}", element: "ac\u{0}me")),
         ("com.acmé", .invalidCharacter("é", element: "acmé")),
         ("com.acme..", .emptyElement(position: 3)),
-        ("../../etc.passwd", .emptyElement(position: 1)),
+        ("../../etc.passwd", .emptyElement(position: 1))
     ])
     func rejectsInvalidIds(id: String, rule: IdentityError.Rule) {
         #expect(throws: IdentityError(name: id, role: .app, rule: rule)) { try AppIdentity(id) }
@@ -110,8 +111,9 @@ import Testing
             _ = try AppIdentity("1acme.notes")
             Issue.record("accepted an id that starts with a digit")
         } catch {
-            #expect(error.description
-                == "\"1acme.notes\" is not a valid app id: element \"1acme\" starts with a digit; use reverse-DNS like com.example.App")
+            #expect(
+                error.description
+                    == "\"1acme.notes\" is not a valid app id: element \"1acme\" starts with a digit; use reverse-DNS like com.example.App")
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import OpenUDIDKit
-import Testing
 import TestSupport
+import Testing
 
 /// The per-app derivation, checked against values computed independently with
 /// Python's `hmac` and `hashlib`, and against systemd itself where it is installed.
@@ -27,7 +27,7 @@ import TestSupport
         (counting, "com.acme.notes", "63399cd3-47fd-4ef8-9157-e3ae2af46913"),
         (counting, "com.acme.mail", "363ab84e-1bd7-43ae-bcde-3a9aff417229"),
         (other, "org.indie.editor", "78781864-6af6-4e56-83cf-49f690c589d7"),
-        (other, "com.acme.café", "e42f43a3-8ac6-428a-bf1e-90c997a45582"),
+        (other, "com.acme.café", "e42f43a3-8ac6-428a-bf1e-90c997a45582")
     ])
     func matchesIndependentlyComputedValues(shared: [UInt8], appID: String, expected: String) {
         #expect(AppScopedIdentifier(shared: shared, appID: appID).uuidString == expected)
@@ -35,17 +35,21 @@ import TestSupport
 
     @Test func reproducesTheSystemdConstruction() {
         // systemd's own inputs: a 16-byte machine ID and a 16-byte application UUID.
-        let derived = AppScopedIdentifier(key: Self.bytes("00112233445566778899aabbccddeeff"),
-                                          message: Self.bytes("0e7a8a944a3b4c5a8d2e6f1b2c3d4e5f"))
+        let derived = AppScopedIdentifier(
+            key: Self.bytes("00112233445566778899aabbccddeeff"),
+            message: Self.bytes("0e7a8a944a3b4c5a8d2e6f1b2c3d4e5f"))
         #expect(derived.uuidString == "18e7250a-de63-42a8-96ed-61cfbd5d4c7b")
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-id128")
-                   && FileManager.default.fileExists(atPath: "/etc/machine-id")))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-id128")
+                && FileManager.default.fileExists(atPath: "/etc/machine-id")))
     func agreesWithSystemdID128OnThisMachine() throws {
         let app = "0e7a8a944a3b4c5a8d2e6f1b2c3d4e5f"
-        let result = try runCommand(URL(fileURLWithPath: "/usr/bin/systemd-id128"), ["-u", "-a", app, "machine-id"],
-                                    environment: [:])
+        let result = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/systemd-id128"), ["-u", "-a", app, "machine-id"],
+            environment: [:])
         try #require(result.status == 0, "\(result.standardError)")
         let machineID = try String(contentsOfFile: "/etc/machine-id", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import OpenUDIDKit
 
 private func bytes(_ text: String) -> Data { Data(text.utf8) }
@@ -98,10 +99,11 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
         try plant(String(repeating: "x", count: 9000), at: path)
         let problem = unavailable(AtomicFile.read(path))
         #expect(problem?.kind == .corrupt)
-        #expect(problem?.message == """
-            \(path) is 9000 bytes, over the 4096-byte cap; it is not read, and the app that owns it \
-            moves it aside (as big.json.corrupt-<milliseconds>) before writing its record again
-            """)
+        #expect(
+            problem?.message == """
+                \(path) is 9000 bytes, over the 4096-byte cap; it is not read, and the app that owns it \
+                moves it aside (as big.json.corrupt-<milliseconds>) before writing its record again
+                """)
         #expect(contents(of: path)?.count == 9000)
         #expect(AtomicFile.read(path, limit: 9000) == .found(Data(String(repeating: "x", count: 9000).utf8)))
     }
@@ -139,7 +141,9 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
 
     @Test func explainsCommonFailures() {
         #expect(AtomicFile.writeFailure("/x/y", ENOSPC).message == "cannot write /x/y: No space left on device; free some disk space")
-        #expect(AtomicFile.writeFailure("/x/y", EROFS).message == "cannot write /x/y: Read-only file system; the file system is mounted read-only")
+        #expect(
+            AtomicFile.writeFailure("/x/y", EROFS).message
+                == "cannot write /x/y: Read-only file system; the file system is mounted read-only")
         #expect(AtomicFile.writeFailure("/x/y", EFBIG).message.contains("ulimit -f"))
         #expect(AtomicFile.writeFailure("/x/y", EACCES).kind == .io)
     }
@@ -152,8 +156,9 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
             (0..<200).map { round in
                 // Sizes vary so a torn file could not pass as a whole one by length alone.
                 let name = "com.acme.t\(thread)r\(round)" + String(repeating: "x", count: (thread * 200 + round) % 97)
-                return SlotRecord(id: .random(), app: name, vendor: app.vendor,
-                                  born: 1_700_000_000_000, written: 1_700_000_000_000 + Int64(round), optOut: false)
+                return SlotRecord(
+                    id: .random(), app: name, vendor: app.vendor,
+                    born: 1_700_000_000_000, written: 1_700_000_000_000 + Int64(round), optOut: false)
             }
         }
         let valid = Set(records.joined().map { $0.encoded() })

@@ -1,7 +1,7 @@
 import Foundation
 import OpenUDIDKit
-import Testing
 import TestSupport
+import Testing
 
 /// How a usage error of `arguments` begins: the tool and the command, such as `openudid get: `.
 private func commandPrefix(_ arguments: [String]) -> String {
@@ -25,7 +25,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
         (["frobnicate"], "unknown command"),
         (["get", "--app", "com.acme.notes", "--policy", "sometimes"], "--policy must be follow or keep"),
         (["get", "--app", "com.acme.notes", "--mirror", "cloud"], "--mirror must be"),
-        (["get", "--app", "com.acme.notes", "--frobnicate"], "unknown option '--frobnicate'"),
+        (["get", "--app", "com.acme.notes", "--frobnicate"], "unknown option '--frobnicate'")
     ])
     func misuseExitsWithStatusTwoAndOneSentence(arguments: [String], message: String) throws {
         let session = try TestSession(display: nil)
@@ -75,7 +75,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
         (["remove-app", "com.acme.notes", "--app", "com.acme.notes"], "not both"),
         (["get", "--app", "com.acme.notes", "--display", ":1", "--no-display"], "contradict"),
         (["get", "--app", "com.acme.notes", "--vendor", "../x"], "is not a valid"),
-        (["get", "--app", "com.acme.notes", "--slots", "0"], "--slots must be 1 to 10000"),
+        (["get", "--app", "com.acme.notes", "--slots", "0"], "--slots must be 1 to 10000")
     ])
     func isRefusedWithStatusTwoBeforeAnyFileIsTouched(arguments: [String], message: String) throws {
         let (result, session) = try run(arguments)
@@ -153,14 +153,20 @@ private func commandPrefix(_ arguments: [String]) -> String {
     @Test(arguments: [
         (["get", "--ap", "com.acme.notes"], "openudid get: unknown option '--ap' (did you mean '--app'?)"),
         (["gte", "--app", "com.acme.notes"], "openudid: unknown command 'gte' (did you mean 'get'?)"),
-        (["serve", "--app", "com.acme.notes", "--mirror", "cloud"],
-         "openudid serve: --mirror must be automatic, secret-service, file or none, not 'cloud'; see 'openudid serve --help'"),
-        (["slots", "--app", "com.acme.notes"],
-         "openudid slots: slots does not take '--app'; get, serve, remove-app and opt-out do; see 'openudid slots --help'"),
+        (
+            ["serve", "--app", "com.acme.notes", "--mirror", "cloud"],
+            "openudid serve: --mirror must be automatic, secret-service, file or none, not 'cloud'; see 'openudid serve --help'"
+        ),
+        (
+            ["slots", "--app", "com.acme.notes"],
+            "openudid slots: slots does not take '--app'; get, serve, remove-app and opt-out do; see 'openudid slots --help'"
+        ),
         (["get", "--app"], "openudid get: --app ID needs a value; see 'openudid get --help'"),
         (["get", "--app", "--json"], "openudid get: --app ID needs a value; see 'openudid get --help'"),
-        (["get", "--app", "com.acme.notes", "--", "--json"],
-         "openudid get: unexpected argument '--json': get takes no arguments; see 'openudid get --help'"),
+        (
+            ["get", "--app", "com.acme.notes", "--", "--json"],
+            "openudid get: unexpected argument '--json': get takes no arguments; see 'openudid get --help'"
+        )
     ])
     func anErrorNamesTheCommandAndTheWord(arguments: [String], line: String) throws {
         let session = try TestSession(display: nil)
@@ -172,8 +178,9 @@ private func commandPrefix(_ arguments: [String]) -> String {
 
     @Test func aValueMayFollowAnEqualsSignOrASpace() throws {
         let session = try TestSession(display: nil)
-        let joined = try run(["get", "--app=com.acme.notes", "--mirror=none", "--no-display", "--namespace=\(session.namespace)"],
-                             in: session)
+        let joined = try run(
+            ["get", "--app=com.acme.notes", "--mirror=none", "--no-display", "--namespace=\(session.namespace)"],
+            in: session)
         #expect(joined.status == 0, "\(joined.standardError)")
         #expect(joined.standardOutput.count == 41)
         let spaced = try session.get("com.acme.notes", ["--mirror", "none", "--no-display"])
@@ -196,8 +203,10 @@ private func commandPrefix(_ arguments: [String]) -> String {
         #expect(root.status == 0)
         for command in ["get", "serve", "slots", "remove-app", "opt-out"] { #expect(root.standardOutput.contains("\n  \(command) ")) }
         let get = try run(["get", "-h"], in: session).standardOutput
-        for option in ["--app ID", "--json", "--scope shared|app", "--display NAME", "--no-display", "--no-files", "--namespace NAME",
-                       "--policy follow|keep", "--mirror automatic|secret-service|file|none", "--vendor NAME", "--slots N", "--version"] {
+        for option in [
+            "--app ID", "--json", "--scope shared|app", "--display NAME", "--no-display", "--no-files", "--namespace NAME",
+            "--policy follow|keep", "--mirror automatic|secret-service|file|none", "--vendor NAME", "--slots N", "--version"
+        ] {
             #expect(get.contains("\n  \(option) ") || get.contains("\n  \(option)\n"), "\(option)")
         }
         let removeApp = try run(["help", "remove-app"], in: session).standardOutput

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The three example apps as separate processes, each with a real window, on
 /// a private Xvfb per test (window titles are the same in every test, so
@@ -10,7 +10,7 @@ import TestSupport
     static let apps = [
         (product: "acme-notes", title: "Acme Notes - com.acme.notes", className: "AcmeNotes"),
         (product: "acme-photos", title: "Acme Photos - com.acme.photos", className: "AcmePhotos"),
-        (product: "indie-chess", title: "Indie Chess - org.indie.chess", className: "IndieChess"),
+        (product: "indie-chess", title: "Indie Chess - org.indie.chess", className: "IndieChess")
     ]
 
     /// One running example app and every identifier line it printed.
@@ -25,8 +25,9 @@ import TestSupport
         init(product: String, title: String, session: TestSession, extra: [String] = []) throws {
             self.product = product
             self.title = title
-            child = try ChildProcess(Tools.product(product), ["--namespace", session.namespace, "--mirror", "file"] + extra,
-                                     environment: session.environment)
+            child = try ChildProcess(
+                Tools.product(product), ["--namespace", session.namespace, "--mirror", "file"] + extra,
+                environment: session.environment)
         }
 
         /// Every line so far, reading what arrived.
@@ -60,8 +61,9 @@ import TestSupport
         let session = try TestSession(display: server.display)
         var apps: [App] = []
         for (index, app) in Self.apps.enumerated() {
-            let started = try App(product: app.product, title: app.title, session: session,
-                                  extra: ["--geometry", "250x200+\(index * 260)+0"])
+            let started = try App(
+                product: app.product, title: app.title, session: session,
+                extra: ["--geometry", "250x200+\(index * 260)+0"])
             guard eventually(timeout: 15, { started.current != nil }) else {
                 throw HarnessError("\(app.product) printed no identifier: \(started.child.standardError)")
             }
@@ -72,14 +74,21 @@ import TestSupport
             return values[0] != nil && values[0] != Self.zeros && Set(values).count == 1
         }
         guard agreed, let shared = apps[0].current else {
-            throw HarnessError("the example apps did not agree: " + apps.map { "\($0.product): \($0.printed) \($0.child.standardError)" }.joined(separator: "; "))
+            throw HarnessError(
+                "the example apps did not agree: "
+                    + apps.map { "\($0.product): \($0.printed) \($0.child.standardError)" }.joined(separator: "; "))
         }
         return Running(server: server, session: session, apps: apps, shared: shared)
     }
 
     private func tool(_ name: String, _ arguments: [String], display: String) throws -> String {
-        try runCommand(Tools.find(name), arguments, environment: ["DISPLAY": display, "LANG": "C",
-                                                                  "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]).standardOutput
+        try runCommand(
+            Tools.find(name), arguments,
+            environment: [
+                "DISPLAY": display, "LANG": "C",
+                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+            ]
+        ).standardOutput
     }
 
     /// The id of the top-level window titled `title`, from `xwininfo -root -tree`.
@@ -93,8 +102,9 @@ import TestSupport
         let running = try startAll()
         #expect(running.shared.count == 40)
         for (app, expected) in zip(running.apps, Self.apps) {
-            let id = try #require(try window(titled: expected.title, display: running.server.display),
-                                  "no window titled \(expected.title)")
+            let id = try #require(
+                try window(titled: expected.title, display: running.server.display),
+                "no window titled \(expected.title)")
             let info = try tool("xwininfo", ["-id", id], display: running.server.display)
             #expect(info.contains("Map State: IsViewable"), "\(expected.title) is not mapped")
             let props = try tool("xprop", ["-id", id, "_NET_WM_NAME", "WM_CLASS", "_NET_WM_PID"], display: running.server.display)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Runs the shell experiments in Examples/experiments against the built
 /// `openudid`, and proves that they can fail: against a stand-in that answers
@@ -20,10 +20,11 @@ import TestSupport
             "OPENUDID": openudid,
             "DISPLAY": SharedDisplay.display,
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-            "TMPDIR": FileManager.default.temporaryDirectory.path,
+            "TMPDIR": FileManager.default.temporaryDirectory.path
         ]
-        return try runCommand(Tools.find("sh"), [Self.directory.appendingPathComponent(script).path],
-                              environment: environment, timeout: 60)
+        return try runCommand(
+            Tools.find("sh"), [Self.directory.appendingPathComponent(script).path],
+            environment: environment, timeout: 60)
     }
 
     @Test func thereAreExperimentsToRun() {
@@ -44,13 +45,13 @@ import TestSupport
         let home = try PrivateHome()
         let fake = home.root.appendingPathComponent("openudid")
         try """
-            #!/bin/sh
-            # Answers every question with one valid-looking constant, and serves it forever.
-            echo 0123456789abcdef0123456789abcdef01234567
-            [ "$1" = serve ] && exec sleep 30
-            exit 0
+        #!/bin/sh
+        # Answers every question with one valid-looking constant, and serves it forever.
+        echo 0123456789abcdef0123456789abcdef01234567
+        [ "$1" = serve ] && exec sleep 30
+        exit 0
 
-            """.write(to: fake, atomically: true, encoding: .utf8)
+        """.write(to: fake, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fake.path)
         let result = try run(script, openudid: fake.path)
         #expect(result.status == 1, "\(script) did not fail against a constant: \(result.standardOutput)")

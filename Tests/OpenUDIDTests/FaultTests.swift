@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import OpenUDIDKit
 
 /// Faults of the things the library depends on: the X server, the file
@@ -52,11 +53,12 @@ import TestSupport
 
         func apply(to path: String) throws -> Data {
             let original = try Data(contentsOf: URL(fileURLWithPath: path))
-            let damaged: Data = switch self {
-            case .truncated: original.prefix(original.count / 2)
-            case .corrupt: Data([0x7B, 0xFF, 0x00, 0x22, 0xC3]) + Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
-            case .oversized: Data(repeating: UInt8(ascii: " "), count: 10_000) + original
-            }
+            let damaged: Data =
+                switch self {
+                case .truncated: original.prefix(original.count / 2)
+                case .corrupt: Data([0x7B, 0xFF, 0x00, 0x22, 0xC3]) + Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+                case .oversized: Data(repeating: UInt8(ascii: " "), count: 10_000) + original
+                }
             try damaged.write(to: URL(fileURLWithPath: path))
             return damaged
         }
@@ -72,7 +74,9 @@ import TestSupport
 
     /// The places an app keeps its copies, with the name its repair goes by.
     enum Place: String, CaseIterable, Sendable {
-        case fileSlot = "file slot", localCache = "local cache", mirror = "mirror"
+        case fileSlot = "file slot"
+        case localCache = "local cache"
+        case mirror = "mirror"
 
         func path(in session: TestSession, app: String, vendor: String) -> String {
             let shared = session.home.dataHome.path + "/openudid/ns/" + session.namespace
@@ -93,10 +97,12 @@ import TestSupport
 
         let report = try session.report("com.acme.notes", Self.file)
         #expect(report["id"] as? String == shared)
-        let complaints = report.rejections.map { "\($0.place): \($0.reason)" }
+        let complaints =
+            report.rejections.map { "\($0.place): \($0.reason)" }
             + ((report["sources"] as? [[String: Any]]) ?? []).compactMap { $0["detail"] as? String }
-        #expect(complaints.contains { $0.contains(damage.reason) && ($0.contains(path) || $0.contains("file mirror")) },
-                "\(complaints)")
+        #expect(
+            complaints.contains { $0.contains(damage.reason) && ($0.contains(path) || $0.contains("file mirror")) },
+            "\(complaints)")
         #expect(report.repair(place.rawValue)?.outcome == "written")
 
         // The damaged bytes are kept under a new name, and the place holds the identifier again.
@@ -117,8 +123,10 @@ import TestSupport
         #expect(try session.get("com.acme.photos", Self.file) == shared)
 
         // A planted record of another identifier, which following a link would read or overwrite.
-        let decoy = SlotRecord(id: .random(), app: "com.acme.notes", vendor: "com.acme", born: SlotRecord.earliestTime + 1,
-                               written: SlotRecord.earliestTime + 1, optOut: false).encoded()
+        let decoy = SlotRecord(
+            id: .random(), app: "com.acme.notes", vendor: "com.acme", born: SlotRecord.earliestTime + 1,
+            written: SlotRecord.earliestTime + 1, optOut: false
+        ).encoded()
         let victims = session.home.root.appendingPathComponent("victims")
         try FileManager.default.createDirectory(at: victims, withIntermediateDirectories: true)
         var targets: [Place: String] = [:]
@@ -146,7 +154,8 @@ import TestSupport
             let repair = report.repair(place.rawValue)
             #expect(repair?.outcome == "skipped" || repair?.outcome == "failed", "\(place): \(String(describing: repair))")
         }
-        let complaints = report.rejections.map { "\($0.place): \($0.reason)" }
+        let complaints =
+            report.rejections.map { "\($0.place): \($0.reason)" }
             + ((report["sources"] as? [[String: Any]]) ?? []).compactMap { $0["detail"] as? String }
         for place in Place.allCases {
             let path = place.path(in: session, app: "com.acme.notes", vendor: "com.acme")
@@ -168,8 +177,9 @@ import TestSupport
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
             #expect(repair?.outcome == "failed", "\(place): \(String(describing: repair))")
-            #expect(repair?.detail.contains("Read-only file system; the file system is mounted read-only") == true,
-                    "\(place): \(String(describing: repair))")
+            #expect(
+                repair?.detail.contains("Read-only file system; the file system is mounted read-only") == true,
+                "\(place): \(String(describing: repair))")
         }
         #expect(try snapshot(session.home.dataHome.path) == before)
         #expect(try session.get("com.acme.notes", Self.file) == shared)
@@ -190,8 +200,9 @@ import TestSupport
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
             #expect(repair?.outcome == "failed", "\(place): \(String(describing: repair))")
-            #expect(repair?.detail.contains("No space left on device; free some disk space") == true,
-                    "\(place): \(String(describing: repair))")
+            #expect(
+                repair?.detail.contains("No space left on device; free some disk space") == true,
+                "\(place): \(String(describing: repair))")
         }
         // Nothing torn, nothing half-written left behind, nothing lost.
         #expect(try snapshot(session.home.dataHome.path, excluding: filler) == before)
@@ -213,17 +224,21 @@ import TestSupport
         // The limit applies to the child alone; it ignores SIGXFSZ, as the
         // library's documentation asks, so the write fails with EFBIG.
         let openudid = Tools.product("openudid").path
-        let result = try runCommand(URL(fileURLWithPath: "/bin/sh"),
-                                    ["-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\"", openudid,
-                                     "get", "--app", "org.indie.chess", "--json"] + Self.file + session.commonArguments,
-                                    environment: session.environment)
+        let result = try runCommand(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\"", openudid,
+                "get", "--app", "org.indie.chess", "--json"
+            ] + Self.file + session.commonArguments,
+            environment: session.environment)
         #expect(result.status == 3, "nothing could be saved: \(result.standardError)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
         #expect(report["id"] as? String == shared)
         for place in Place.allCases {
             let repair = report.repair(place.rawValue)
             #expect(repair?.outcome == "failed", "\(place): \(String(describing: repair))")
-            #expect(repair?.detail.contains("a file size limit (ulimit -f) is in effect") == true, "\(place): \(String(describing: repair))")
+            #expect(
+                repair?.detail.contains("a file size limit (ulimit -f) is in effect") == true, "\(place): \(String(describing: repair))")
         }
         #expect(try snapshot(session.home.dataHome.path) == before)
     }
@@ -236,7 +251,9 @@ import TestSupport
         let file = ["--mirror", "file"]
         let shared = try session.get("com.acme.notes", file)
         let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
-        let directory = linked == "vendors" ? paths.vendorsDirectory : AtomicFile.split(paths.localCacheFile(for: try AppIdentity("com.acme.photos"))).directory
+        let directory =
+            linked == "vendors"
+            ? paths.vendorsDirectory : AtomicFile.split(paths.localCacheFile(for: try AppIdentity("com.acme.photos"))).directory
         let elsewhere = session.home.root.appendingPathComponent("elsewhere").path
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
         if FileManager.default.fileExists(atPath: directory) { try FileManager.default.removeItem(atPath: directory) }
@@ -249,7 +266,8 @@ import TestSupport
         #expect(try allFiles(under: elsewhere).isEmpty, "a write went through the link")
         let place = linked == "vendors" ? "mirror" : "local cache"
         #expect(report.repair(place)?.outcome == "skipped", "\(String(describing: report.repair(place)))")
-        let complaints = report.rejections.map(\.reason) + ((report["sources"] as? [[String: Any]]) ?? []).compactMap { $0["detail"] as? String }
+        let complaints =
+            report.rejections.map(\.reason) + ((report["sources"] as? [[String: Any]]) ?? []).compactMap { $0["detail"] as? String }
         #expect(complaints.contains { $0.contains(directory + " is a symbolic link") }, "\(complaints)")
     }
 
@@ -278,7 +296,9 @@ import TestSupport
         let outputs = Locked<[Int: String]>([:])
         onThreads(50) { index in
             let result = try? session.run(["get", "--app", "org.swarm.app\(index)", "--mirror", "file"], timeout: 60)
-            outputs.withLock { $0[index] = result.map { $0.status == 0 ? $0.standardOutput : "failed: \($0.standardError)" } ?? "did not finish" }
+            outputs.withLock {
+                $0[index] = result.map { $0.status == 0 ? $0.standardOutput : "failed: \($0.standardError)" } ?? "did not finish"
+            }
         }
         let printed = outputs.withLock { $0 }
         #expect(printed.count == 50)
@@ -311,16 +331,18 @@ extension ConcurrencyFaultTests {
         #expect((report["id"] as? String)?.count == 40)
         #expect(seconds >= 1.9 && seconds < 6, "took \(seconds) s")
         // Going on without the lock is said, not silent.
-        #expect(report.rejections.contains { $0.place == paths.generationLock && $0.reason.contains("held the lock") },
-                "\(report.rejections)")
+        #expect(
+            report.rejections.contains { $0.place == paths.generationLock && $0.reason.contains("held the lock") },
+            "\(report.rejections)")
     }
 
     @Test(arguments: ["directory", "fifo"])
     func aDirectoryOrFIFOPlantedAtTheLockStillGivesFirstStartsOneIdentifier(planted: String) throws {
         let session = try TestSession(display: nil)
         let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
-        try FileManager.default.createDirectory(atPath: AtomicFile.split(paths.generationLock).directory,
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: AtomicFile.split(paths.generationLock).directory,
+            withIntermediateDirectories: true)
         if planted == "directory" {
             try FileManager.default.createDirectory(atPath: paths.generationLock, withIntermediateDirectories: false)
         } else {
@@ -352,9 +374,10 @@ extension ConcurrencyFaultTests {
         // Only the keyring holds the identifier now.
         #expect(try session.run(["remove-app", "com.acme.notes"]).status == 0)
         func stored() throws -> String? {
-            let lookup = try runCommand(try Tools.find("secret-tool"),
-                                        ["lookup", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
-                                        environment: bus.environment())
+            let lookup = try runCommand(
+                try Tools.find("secret-tool"),
+                ["lookup", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
+                environment: bus.environment())
             return try? SlotRecord.parse(Data(lookup.standardOutput.utf8)).id.hex
         }
 
@@ -369,9 +392,10 @@ extension ConcurrencyFaultTests {
         case .killedMidCall:
             bus.suspendKeyring()
             let started = Date()
-            let running = try ChildProcess(Tools.product("openudid"),
-                                           ["get", "--app", "com.acme.photos", "--json"] + secretService + session.commonArguments,
-                                           environment: session.environment)
+            let running = try ChildProcess(
+                Tools.product("openudid"),
+                ["get", "--app", "com.acme.photos", "--json"] + secretService + session.commonArguments,
+                environment: session.environment)
             usleep(500_000)
             try bus.killKeyring()
             var lines: [String] = []
@@ -408,8 +432,9 @@ func unsavedReport(_ session: TestSession, _ app: String, _ extra: [String]) thr
 /// The occupied selection slots of a session, as `openudid slots --json` lists them.
 func occupiedSelectionSlots(_ session: TestSession, _ extra: [String]) -> [(slot: Int, app: String, id: String)] {
     guard let result = try? session.run(["slots", "--json"] + extra),
-          let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any],
-          let slots = object["slots"] as? [[String: Any]] else { return [] }
+        let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any],
+        let slots = object["slots"] as? [[String: Any]]
+    else { return [] }
     return slots.filter { $0["kind"] as? String == "selection" }.map {
         (($0["slot"] as? Int) ?? -1, $0["app"] as? String ?? "", $0["id"] as? String ?? "")
     }
@@ -472,13 +497,15 @@ final class TmpfsMount: Sendable {
 
     init(at path: String, size: String) throws {
         self.path = path
-        let result = try runCommand(try Tools.find("mount"), ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path],
-                                    environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        let result = try runCommand(
+            try Tools.find("mount"), ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path],
+            environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
         guard result.status == 0 else { throw HarnessError("mount tmpfs on \(path): \(result.standardError)") }
     }
 
     func remountReadOnly() throws {
-        let result = try runCommand(try Tools.find("mount"), ["-o", "remount,ro", path], environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        let result = try runCommand(
+            try Tools.find("mount"), ["-o", "remount,ro", path], environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
         guard result.status == 0 else { throw HarnessError("remount \(path) read-only: \(result.standardError)") }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import OpenUDIDKit
+import Testing
 
 private let now = Date(timeIntervalSince1970: 1_704_067_200)
 
@@ -128,8 +128,9 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
 
         let id = Identifier.random()
         try cache.write(id, born: 1_600_000_000_000, at: Date(timeIntervalSince1970: 1_700_000_000))
-        let expected = SlotRecord(id: id, app: "com.acme.notes", vendor: "com.acme.suite",
-                                  born: 1_600_000_000_000, written: 1_700_000_000_000, optOut: false)
+        let expected = SlotRecord(
+            id: id, app: "com.acme.notes", vendor: "com.acme.suite",
+            born: 1_600_000_000_000, written: 1_700_000_000_000, optOut: false)
         #expect(cache.read(now: now) == .identifier(expected))
         #expect(mode(of: cache.path) == 0o600)
         #expect(mode(of: directory.appending(".local/share/com.acme.notes")) == 0o700)
@@ -224,7 +225,9 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
 
     @Test func anotherAppOfTheVendorLeavesAnAgreeingMirrorAsItIs() throws {
         let directory = try TemporaryDirectory()
-        let environment = ["HOME": directory.path, "XDG_DATA_HOME": directory.appending("data"), "XDG_CONFIG_HOME": directory.appending("config")]
+        let environment = [
+            "HOME": directory.path, "XDG_DATA_HOME": directory.appending("data"), "XDG_CONFIG_HOME": directory.appending("config")
+        ]
         let configuration = OpenUDID.Configuration(usesSelections: false, mirror: .file, environment: environment)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration).resolve()
         #expect(notes.repairs.first { $0.place == "mirror" }?.outcome == .written)
@@ -262,8 +265,9 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
         elsewhere = directory.appending("elsewhere")
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory.appending("data"), withIntermediateDirectories: true)
-        paths = try StoragePaths(environment: ["XDG_DATA_HOME": directory.appending("data"), "XDG_CONFIG_HOME": directory.appending("config")],
-                                 namespace: "lab")
+        paths = try StoragePaths(
+            environment: ["XDG_DATA_HOME": directory.appending("data"), "XDG_CONFIG_HOME": directory.appending("config")],
+            namespace: "lab")
     }
 
     private func link(_ relative: String) throws {
@@ -347,8 +351,9 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
     @Test func theLongestAppIdHasARealFileSlotAndCache() throws {
         #expect(Self.app.utf8.count == AppIdentity.maximumLength)
         let directory = try TemporaryDirectory()
-        let paths = try StoragePaths(environment: ["XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path + "/c"],
-                                     namespace: String(repeating: "n", count: 64))
+        let paths = try StoragePaths(
+            environment: ["XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path + "/c"],
+            namespace: String(repeating: "n", count: 64))
         let store = FileSlotStore(paths: paths)
         let bytes = record(Self.app).encoded()
         try store.write(bytes, app: Self.app)

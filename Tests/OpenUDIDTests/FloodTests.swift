@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import OpenUDIDKit
 
 /// A client that floods an app's slot with conversion requests and never reads
@@ -10,8 +11,10 @@ import TestSupport
 /// The flood takes a whole core of a small machine, and with it the CPU every
 /// other test needs, so this suite runs alone, after the others: `scripts/test`
 /// runs it with `OPENUDID_LOAD_TESTS=1`.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["OPENUDID_LOAD_TESTS"] == "1",
-                "a load test: scripts/test runs it alone, after the rest of the suite"))
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment["OPENUDID_LOAD_TESTS"] == "1",
+        "a load test: scripts/test runs it alone, after the rest of the suite"))
 struct FloodTests {
     /// The most the serving app may ever have resident, flood or not.
     static let memoryBoundKiB = 64 * 1024
@@ -34,9 +37,12 @@ struct FloodTests {
         let identifier = try #require(participant.current)
         let pid = participant.child.pid
 
-        let flood = try startSelectionHelper(display: server.display,
-            ["flood", "--unread", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD",
-             "--seconds", String(Self.floodSeconds)])
+        let flood = try startSelectionHelper(
+            display: server.display,
+            [
+                "flood", "--unread", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD",
+                "--seconds", String(Self.floodSeconds)
+            ])
         defer { flood.signal(SIGKILL) }
         let started = Date()
 
@@ -48,11 +54,16 @@ struct FloodTests {
         var attempts: [(asked: Double, ok: Bool, line: String)] = []
         while flood.isRunning && Date().timeIntervalSince(started) < Self.floodSeconds + 5 {
             let asked = Date().timeIntervalSince(started)
-            let lines = try requestWithHelper(display: server.display, ["--selection", session.slotName(0), "--targets", "_OPENUDID_RECORD",
-                                                                        "--deadline", String(Self.answerBound)])
+            let lines = try requestWithHelper(
+                display: server.display,
+                [
+                    "--selection", session.slotName(0), "--targets", "_OPENUDID_RECORD",
+                    "--deadline", String(Self.answerBound)
+                ])
             let ok = lines.contains { $0.hasPrefix("ok ") && $0.contains(identifier) }
-            let line = String(format: "asked at %.1f s: %@ after %.1f s", asked, ok ? "answered" : lines.last ?? "nothing",
-                              Date().timeIntervalSince(started) - asked)
+            let line = String(
+                format: "asked at %.1f s: %@ after %.1f s", asked, ok ? "answered" : lines.last ?? "nothing",
+                Date().timeIntervalSince(started) - asked)
             attempts.append((asked, ok, line))
         }
         let late = attempts.filter { $0.asked >= Self.readsFrom }
@@ -74,6 +85,7 @@ struct FloodTests {
 /// The peak resident set size of process `pid` so far (VmHWM), in KiB.
 func peakResidentKiB(_ pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return nil }
     return Int(line.split(separator: " ").dropFirst().first ?? "")
 }

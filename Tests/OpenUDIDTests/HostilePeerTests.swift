@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import OpenUDIDKit
 
 /// Hostile and broken selection owners, each a separate X client started by
@@ -22,9 +23,11 @@ import TestSupport
         // well-formed identifier, accepting it would outvote the honest app two to one.
         let forged = Identifier.random().hex
         let helpers = try [7, 8].map { slot in
-            try startSelectionHelper(display: SharedDisplay.display,
-                                     hostility.helperArguments(slot: session.slotName(slot), app: "com.evil.app\(slot)",
-                                                               identifier: forged, directory: session.home.root))
+            try startSelectionHelper(
+                display: SharedDisplay.display,
+                hostility.helperArguments(
+                    slot: session.slotName(slot), app: "com.evil.app\(slot)",
+                    identifier: forged, directory: session.home.root))
         }
 
         let (report, seconds) = try session.timedReport("org.indie.chess", Self.none)
@@ -59,9 +62,12 @@ import TestSupport
         // different app ids, so one-vote-per-app alone would hand it the vote.
         let sybil = Identifier.random().hex
         let template = Hostility.record(app: "com.evil.app{i}", identifier: sybil)
-        let sybils = try startSelectionHelper(display: SharedDisplay.display,
-            ["own", "--prefix", session.slotPrefix, "--count", "90", "--start", "10", "--if-free",
-             "--target", "_OPENUDID_RECORD", "--text", template])
+        let sybils = try startSelectionHelper(
+            display: SharedDisplay.display,
+            [
+                "own", "--prefix", session.slotPrefix, "--count", "90", "--start", "10", "--if-free",
+                "--target", "_OPENUDID_RECORD", "--text", template
+            ])
         defer { sybils.signal(SIGKILL) }
         // Let the participants see the new owners and resolve again.
         usleep(1_000_000)
@@ -77,7 +83,8 @@ import TestSupport
         #expect(sameClient.count == 89)
 
         let survey = try session.run(["slots", "--json"] + Self.selectionOnly)
-        let slots = (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
+        let slots =
+            (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
         #expect(slots.filter { $0["kind"] as? String == "selection" && $0["id"] as? String == sybil }.count == 90)
         for participant in participants {
             #expect(participant.child.isRunning)
@@ -94,7 +101,8 @@ import TestSupport
         let pid = participant.child.pid
         let baseline = try #require(residentKiB(pid))
 
-        let flood = try startSelectionHelper(display: SharedDisplay.display,
+        let flood = try startSelectionHelper(
+            display: SharedDisplay.display,
             ["flood", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD", "--seconds", "6", "--window", "1000000"])
         defer { flood.signal(SIGKILL) }
         let sampler = RSSSampler(pid: pid)
@@ -105,9 +113,12 @@ import TestSupport
         // thread's time.
         let elder = Identifier.random().hex
         let rivals = try [5, 6].map { slot in
-            try startSelectionHelper(display: SharedDisplay.display,
-                ["own", "--prefix", session.slotName(slot), "--target", "_OPENUDID_RECORD",
-                 "--text", Hostility.record(app: "org.elder.app\(slot)", identifier: elder, born: SlotRecord.earliestTime + 1000)])
+            try startSelectionHelper(
+                display: SharedDisplay.display,
+                [
+                    "own", "--prefix", session.slotName(slot), "--target", "_OPENUDID_RECORD",
+                    "--text", Hostility.record(app: "org.elder.app\(slot)", identifier: elder, born: SlotRecord.earliestTime + 1000)
+                ])
         }
         defer { rivals.forEach { $0.signal(SIGKILL) } }
         let asked = Date()
@@ -140,7 +151,7 @@ import TestSupport
 /// The ways a selection owner breaks the protocol or lies in its record.
 enum Hostility: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case garbageBytes, randomGarbage, wrongJSONTypes, malformedIdentifier, overTheSizeCap, bornInTheFuture, bornBefore2010,
-         tenMebibyteINCR, lyingINCR, stalledINCR, ownerDiesMidINCR, silentOwner, wrongProperty, noProperty, wrongType, wrongFormat
+        tenMebibyteINCR, lyingINCR, stalledINCR, ownerDiesMidINCR, silentOwner, wrongProperty, noProperty, wrongType, wrongFormat
 
     var testDescription: String { rawValue }
 
@@ -167,8 +178,10 @@ enum Hostility: String, CaseIterable, Sendable, CustomTestStringConvertible {
     }
 
     /// A record in the wire format, with fields the caller may replace by raw JSON.
-    static func record(app: String, identifier: String, born: Int64? = nil, rawBorn: String? = nil, rawID: String? = nil,
-                       padding: Int = 0) -> String {
+    static func record(
+        app: String, identifier: String, born: Int64? = nil, rawBorn: String? = nil, rawID: String? = nil,
+        padding: Int = 0
+    ) -> String {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let pad = padding > 0 ? ",\"pad\":\"" + String(repeating: "p", count: padding) + "\"" : ""
         return "{\"app\":\"\(app)\",\"born\":\(rawBorn ?? String(born ?? now - 60_000)),\"id\":\(rawID ?? "\"\(identifier)\"")"
@@ -218,8 +231,10 @@ enum Hostility: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .noProperty:
             return hostile("no-property")
         case .wrongType:
-            return ["own", "--prefix", slot, "--target", "_OPENUDID_RECORD", "--type", "INTEGER", "--format", "32",
-                    "--text", "12345678"]
+            return [
+                "own", "--prefix", slot, "--target", "_OPENUDID_RECORD", "--type", "INTEGER", "--format", "32",
+                "--text", "12345678"
+            ]
         case .wrongFormat:
             return hostile("bad-format")
         }
@@ -277,7 +292,8 @@ let underSanitizer: Bool = {
 /// The resident set size of process `pid`, in KiB.
 func residentKiB(_ pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return nil }
     return Int(line.split(separator: " ").dropFirst().first ?? "")
 }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import OpenUDIDKit
+import Testing
 
 @Suite struct IdentifierTests {
     @Test func randomIdentifiersAreDistinctLowercaseHexAndNeverOptedOut() {
@@ -53,8 +53,11 @@ import OpenUDIDKit
             #expect(Identifier(bytes: id.bytes) == id)
         }
         let known = try Identifier(parsing: "0123456789abcdef00112233445566778899aabb")
-        #expect(known.bytes == [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x00, 0x11,
-                                0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb])
+        #expect(
+            known.bytes == [
+                0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x00, 0x11,
+                0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb
+            ])
         #expect(known.hex == "0123456789abcdef00112233445566778899aabb")
     }
 
@@ -76,7 +79,7 @@ import OpenUDIDKit
             (a40 + "\n", .wrongLength(41)),
             (String(a39.prefix(20)) + "g" + String(a39.prefix(19)), .invalidCharacter(offset: 20)),
             (a39 + "é", .invalidCharacter(offset: 39)),
-            ("0x" + String(a39.prefix(38)), .invalidCharacter(offset: 1)),
+            ("0x" + String(a39.prefix(38)), .invalidCharacter(offset: 1))
         ]
     }()
 

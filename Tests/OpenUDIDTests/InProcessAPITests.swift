@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 import XSelection
+
 @testable import OpenUDIDKit
 
 /// The library API used from inside a host process, as an app would.
@@ -65,8 +66,9 @@ import XSelection
 
         // A stranger takes slot 0 by force.
         let thief = try SelectionOwner(display: SharedDisplay.display)
-        try thief.claim(SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
-                        payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
+        try thief.claim(
+            SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
+            payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
         #expect(eventually(timeout: 15) { participation.slot == 1 }, "slot: \(String(describing: participation.slot))")
         let survey = try Survey.take(configuration: configuration(session))
         let moved = survey.entries.first { $0.kind == "selection" && $0.slot == 1 }

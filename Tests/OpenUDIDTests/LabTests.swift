@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What `openudid-lab --json` says, as far as these tests read it.
 struct LabResult: Decodable, Sendable {
@@ -53,15 +53,18 @@ enum QuickLab {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("openudid-lab-test-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: output) }
         do {
-            let lab = try runCommand(Tools.product("openudid-lab"), ["--quick", "--json", "--out", output.path],
-                                     environment: ProcessInfo.processInfo.environment, timeout: 120)
+            let lab = try runCommand(
+                Tools.product("openudid-lab"), ["--quick", "--json", "--out", output.path],
+                environment: ProcessInfo.processInfo.environment, timeout: 120)
             guard lab.status == 0 else {
                 return .failure(HarnessError("openudid-lab failed (status \(lab.status)): \(lab.standardError)"))
             }
-            return .success(Run(result: try JSONDecoder().decode(LabResult.self, from: Data(lab.standardOutput.utf8)),
-                                table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
-                                picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
-                                savedJSON: try Data(contentsOf: output.appendingPathComponent("lab.json"))))
+            return .success(
+                Run(
+                    result: try JSONDecoder().decode(LabResult.self, from: Data(lab.standardOutput.utf8)),
+                    table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
+                    picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
+                    savedJSON: try Data(contentsOf: output.appendingPathComponent("lab.json"))))
         } catch let error as HarnessError {
             return .failure(error)
         } catch {
@@ -156,8 +159,10 @@ enum QuickLab {
     @Test func theLabWritesTheTableThePictureAndTheJSON() throws {
         let run = try QuickLab.run.get()
         #expect(["secret-service", "file"].contains(run.result.mirrorStore))
-        for heading in ["fresh UUID per call", "per-app cached UUID", "selection alone", "selection + file slot",
-                        "+ vendor mirror", "app-scoped machine id"] {
+        for heading in [
+            "fresh UUID per call", "per-app cached UUID", "selection alone", "selection + file slot",
+            "+ vendor mirror", "app-scoped machine id"
+        ] {
             #expect(run.table.contains(heading))
         }
         // The break's row, column by column: only the mirror and the machine id keep the identifier.
@@ -166,7 +171,8 @@ enum QuickLab {
         #expect(run.picture.contains("all removed: notes gets a new id"))
         #expect(run.picture.contains("photos gets notes' id"))
         let saved = try JSONDecoder().decode(LabResult.self, from: run.savedJSON)
-        #expect(saved.look("break", "all-removed", "selection-file", notes)?.identifier
+        #expect(
+            saved.look("break", "all-removed", "selection-file", notes)?.identifier
                 == run.result.look("break", "all-removed", "selection-file", notes)?.identifier)
     }
 }

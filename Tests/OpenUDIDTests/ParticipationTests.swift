@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import OpenUDIDKit
 
 /// One private Xvfb shared by these suites; every test has its own HOME and namespace.
@@ -100,7 +101,8 @@ enum SharedDisplay {
         #expect(agreed, "identifiers seen: \(seen)")
         // And the files agree with the processes.
         let survey = try session.run(["slots", "--json"])
-        let slots = (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
+        let slots =
+            (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
         #expect(slots.filter { $0["kind"] as? String == "selection" }.count == 10)
         #expect(Set(slots.compactMap { $0["id"] as? String }) == Set(seen.prefix(1)))
     }
@@ -180,7 +182,8 @@ enum SharedDisplay {
         #expect(try session.run(["opt-out", "--app", "org.indie.chess"]).status == 0)
         #expect(try session.get("org.indie.chess", none) == String(repeating: "0", count: 40))
         let survey = try session.run(["slots", "--json"])
-        let slots = (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
+        let slots =
+            (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
         let chess = try #require(slots.first { $0["app"] as? String == "org.indie.chess" })
         #expect(chess["optOut"] as? Bool == true)
         // Others still see the shared value; undo brings it back.

@@ -1,7 +1,7 @@
 import Foundation
 import OpenUDIDKit
-import Testing
 import TestSupport
+import Testing
 
 /// The mirror against a real gnome-keyring on a private session bus, one bus per test.
 @Suite struct SecretServiceMirrorTests {
@@ -54,9 +54,10 @@ import TestSupport
     }
 
     @Test func readsWhatAnotherClientStored() throws {
-        let stored = try runCommand(try Tools.find("secret-tool"),
-                                    ["store", "--label=by hand", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
-                                    environment: bus.environment(), input: "written elsewhere")
+        let stored = try runCommand(
+            try Tools.find("secret-tool"),
+            ["store", "--label=by hand", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
+            environment: bus.environment(), input: "written elsewhere")
         #expect(stored.status == 0, "\(stored.standardError)")
         #expect(mirror.read(vendor: "com.acme") == .found(record("written elsewhere")))
     }
@@ -72,8 +73,9 @@ import TestSupport
     }
 
     @Test func ignoresItemsOfOtherSchemas() throws {
-        let stored = try runCommand(try Tools.find("secret-tool"), ["store", "--label=someone else", "vendor", "com.acme"],
-                                    environment: bus.environment(), input: "not ours")
+        let stored = try runCommand(
+            try Tools.find("secret-tool"), ["store", "--label=someone else", "vendor", "com.acme"],
+            environment: bus.environment(), input: "not ours")
         #expect(stored.status == 0)
         #expect(mirror.read(vendor: "com.acme") == .absent)
         try mirror.remove(vendor: "com.acme")
@@ -106,7 +108,8 @@ import TestSupport
             #expect(error.kind == .locked)
         }
         #expect(SecretServiceMirror.probe(busAddress: bus.address).canHoldMirror)
-        if case .locked = SecretServiceMirror.probe(busAddress: bus.address) {} else {
+        if case .locked = SecretServiceMirror.probe(busAddress: bus.address) {
+        } else {
             Issue.record("probe must report the lock")
         }
 
@@ -164,13 +167,18 @@ import TestSupport
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .milliseconds(450))
         #expect(elapsed < .seconds(3))
-        #expect(read == .unavailable(StoreUnavailable(.serviceError,
-            "secret-service: Secret Service did not answer within 0.5 s while reading the item of com.acme")))
+        #expect(
+            read
+                == .unavailable(
+                    StoreUnavailable(
+                        .serviceError,
+                        "secret-service: Secret Service did not answer within 0.5 s while reading the item of com.acme")))
 
         let writeStarted = ContinuousClock.now
         #expect(throws: StoreUnavailable.self) { try impatient.write(record("fresh"), vendor: "com.acme") }
         #expect(ContinuousClock.now - writeStarted < .seconds(3))
-        if case .unresponsive = SecretServiceMirror.probe(busAddress: bus.address, deadline: .milliseconds(300)) {} else {
+        if case .unresponsive = SecretServiceMirror.probe(busAddress: bus.address, deadline: .milliseconds(300)) {
+        } else {
             Issue.record("a hung service does not answer")
         }
 
@@ -317,8 +325,9 @@ private final class Outcome: @unchecked Sendable {
     }
 
     @Test func anItemWithoutTheAttributeIsReadOutsideANamespaceAndReplacedOnWrite() throws {
-        let stored = try secretTool(["store", "--label=version 1", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
-                                    input: "version 1")
+        let stored = try secretTool(
+            ["store", "--label=version 1", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme"],
+            input: "version 1")
         #expect(stored.status == 0, "\(stored.standardError)")
         let real = SecretServiceMirror(busAddress: bus.address)
         let lab = SecretServiceMirror(busAddress: bus.address, namespace: "lab")
@@ -347,7 +356,9 @@ private final class Outcome: @unchecked Sendable {
         #expect((report["mirror"] as? [String: Any])?["store"] as? String == "secret-service", "\(report)")
         #expect(report.source("mirror")?.state == "unavailable")
         #expect(report.source("mirror")?.detail.contains("did not answer within") == true, "\(String(describing: report.source("mirror")))")
-        #expect(!FileManager.default.fileExists(atPath: try StoragePaths(environment: session.environment, namespace: session.namespace).vendorsDirectory),
-                "the file store was used instead")
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: try StoragePaths(environment: session.environment, namespace: session.namespace).vendorsDirectory),
+            "the file store was used instead")
     }
 }

@@ -1,13 +1,16 @@
 import Foundation
 import Testing
+
 @testable import OpenUDIDKit
 
 /// A fixed reader clock: 2024-01-01T00:00:00Z.
 let testNow = Date(timeIntervalSince1970: 1_704_067_200)
 let testNowMilliseconds: Int64 = 1_704_067_200_000
 
-func sampleRecord(id: Identifier = Identifier.random(), app: String = "com.acme.notes",
-                  born: Int64 = 1_700_000_000_000, written: Int64 = 1_700_000_500_000) -> SlotRecord {
+func sampleRecord(
+    id: Identifier = Identifier.random(), app: String = "com.acme.notes",
+    born: Int64 = 1_700_000_000_000, written: Int64 = 1_700_000_500_000
+) -> SlotRecord {
     SlotRecord(id: id, app: app, vendor: "com.acme", born: born, written: written, optOut: id.isOptedOut)
 }
 
@@ -25,7 +28,7 @@ func rejection(_ json: String) -> RecordError.Reason? {
 func json(replacing field: String, with value: String?) -> String {
     var fields: [String: String] = [
         "v": "1", "id": "\"\(String(repeating: "ab", count: 20))\"", "app": "\"com.acme.notes\"",
-        "vendor": "\"com.acme\"", "born": "1700000000000", "written": "1700000000000", "optOut": "false",
+        "vendor": "\"com.acme\"", "born": "1700000000000", "written": "1700000000000", "optOut": "false"
     ]
     fields[field] = value
     return "{" + fields.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
@@ -36,7 +39,10 @@ func json(replacing field: String, with value: String?) -> String {
         let id = try Identifier(parsing: "00112233445566778899aabbccddeeff00112233")
         let record = sampleRecord(id: id, born: 1_700_000_000_000, written: 1_700_000_000_123)
         let text = String(decoding: record.encoded(), as: UTF8.self)
-        #expect(text == #"{"app":"com.acme.notes","born":1700000000000,"id":"00112233445566778899aabbccddeeff00112233","optOut":false,"v":1,"vendor":"com.acme","written":1700000000123}"#)
+        #expect(
+            text
+                == #"{"app":"com.acme.notes","born":1700000000000,"id":"00112233445566778899aabbccddeeff00112233","optOut":false,"v":1,"vendor":"com.acme","written":1700000000123}"#
+        )
     }
 
     @Test func encodingMatchesFoundationsSortedKeys() throws {
@@ -44,7 +50,7 @@ func json(replacing field: String, with value: String?) -> String {
         let record = sampleRecord()
         let object: [String: Any] = [
             "app": record.app, "born": record.born, "id": record.id.hex, "optOut": record.optOut,
-            "v": record.version, "vendor": record.vendor, "written": record.written,
+            "v": record.version, "vendor": record.vendor, "written": record.written
         ]
         let foundation = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         #expect(record.encoded() == foundation)
@@ -59,8 +65,10 @@ func json(replacing field: String, with value: String?) -> String {
     }
 
     @Test func roundTrips() throws {
-        for record in [sampleRecord(), sampleRecord(id: .optedOut),
-                       sampleRecord(born: SlotRecord.earliestTime, written: testNowMilliseconds + SlotRecord.futureTolerance)] {
+        for record in [
+            sampleRecord(), sampleRecord(id: .optedOut),
+            sampleRecord(born: SlotRecord.earliestTime, written: testNowMilliseconds + SlotRecord.futureTolerance)
+        ] {
             #expect(try SlotRecord.parse(record.encoded(), now: testNow) == record)
         }
     }
@@ -135,7 +143,7 @@ func json(replacing field: String, with value: String?) -> String {
         ("id", "null", "a string"),
         ("id", "12", "a string"),
         ("app", "[\"com.acme.notes\"]", "a string"),
-        ("vendor", "{}", "a string"),
+        ("vendor", "{}", "a string")
     ]
 
     @Test(arguments: wrongTypes)
@@ -166,12 +174,15 @@ func json(replacing field: String, with value: String?) -> String {
 
     @Test func rejectsBadIdentifiersAppsAndVendors() {
         let upper = String(repeating: "AB", count: 20)
-        #expect(rejection(json(replacing: "id", with: "\"\(upper)\"")) ==
-            .invalidIdentifier(IdentifierError(text: upper, reason: .invalidCharacter(offset: 0))))
-        #expect(rejection(json(replacing: "app", with: #""1acme.notes""#)) ==
-            .invalidApp(IdentityError(name: "1acme.notes", role: .app, rule: .elementStartsWithDigit("1acme"))))
-        #expect(rejection(json(replacing: "vendor", with: #""acme""#)) ==
-            .invalidVendor(IdentityError(name: "acme", role: .vendor, rule: .tooFewElements)))
+        #expect(
+            rejection(json(replacing: "id", with: "\"\(upper)\""))
+                == .invalidIdentifier(IdentifierError(text: upper, reason: .invalidCharacter(offset: 0))))
+        #expect(
+            rejection(json(replacing: "app", with: #""1acme.notes""#))
+                == .invalidApp(IdentityError(name: "1acme.notes", role: .app, rule: .elementStartsWithDigit("1acme"))))
+        #expect(
+            rejection(json(replacing: "vendor", with: #""acme""#))
+                == .invalidVendor(IdentityError(name: "acme", role: .vendor, rule: .tooFewElements)))
         #expect(rejection(json(replacing: "app", with: #""../../x.y""#)) != nil)
     }
 
@@ -182,12 +193,13 @@ func json(replacing field: String, with value: String?) -> String {
             #expect(rejection(json(replacing: field, with: String(earliest))) == nil)
             #expect(rejection(json(replacing: field, with: String(earliest - 1))) == .tooOld(field: field, milliseconds: earliest - 1))
             #expect(rejection(json(replacing: field, with: String(latest))) == nil)
-            #expect(rejection(json(replacing: field, with: String(latest + 1))) ==
-                .inFuture(field: field, milliseconds: latest + 1, now: testNowMilliseconds))
-            #expect(rejection(json(replacing: field, with: "-9223372036854775808")) ==
-                .tooOld(field: field, milliseconds: .min))
-            #expect(rejection(json(replacing: field, with: "9223372036854775807")) ==
-                .inFuture(field: field, milliseconds: .max, now: testNowMilliseconds))
+            #expect(
+                rejection(json(replacing: field, with: String(latest + 1)))
+                    == .inFuture(field: field, milliseconds: latest + 1, now: testNowMilliseconds))
+            #expect(rejection(json(replacing: field, with: "-9223372036854775808")) == .tooOld(field: field, milliseconds: .min))
+            #expect(
+                rejection(json(replacing: field, with: "9223372036854775807"))
+                    == .inFuture(field: field, milliseconds: .max, now: testNowMilliseconds))
         }
     }
 
@@ -224,7 +236,9 @@ func json(replacing field: String, with value: String?) -> String {
         #expect(rejection(bytes: valid + [0x0C]) == .controlCharacter(offset: valid.count))
     }
 
-    @Test(arguments: ["", "{", "{}x", "{\"v\" 1}", "nul", "{\"v\":01}", "{\"v\":1.}", "{\"v\":.5}", "{\"v\":+1}", "{\"v\":1}\u{A0}", "{'v':1}"])
+    @Test(arguments: [
+        "", "{", "{}x", "{\"v\" 1}", "nul", "{\"v\":01}", "{\"v\":1.}", "{\"v\":.5}", "{\"v\":+1}", "{\"v\":1}\u{A0}", "{'v':1}"
+    ])
     func rejectsMalformedJSON(text: String) {
         guard case .malformedJSON = rejection(text) else {
             Issue.record("\(text) gave \(String(describing: rejection(text)))")
@@ -294,9 +308,11 @@ func json(replacing field: String, with value: String?) -> String {
         var inputs: [Data] = []
         for _ in 0..<300 {
             let id: Identifier = Int.random(in: 0..<10, using: &generator) == 0 ? .optedOut : .random()
-            let born = Int64.random(in: SlotRecord.earliestTime - 5...testNowMilliseconds + SlotRecord.futureTolerance + 5, using: &generator)
-            let record = SlotRecord(id: id, app: apps.randomElement(using: &generator)!, vendor: "com.acme", born: born,
-                                    written: testNowMilliseconds, optOut: id.isOptedOut)
+            let born = Int64.random(
+                in: SlotRecord.earliestTime - 5...testNowMilliseconds + SlotRecord.futureTolerance + 5, using: &generator)
+            let record = SlotRecord(
+                id: id, app: apps.randomElement(using: &generator)!, vendor: "com.acme", born: born,
+                written: testNowMilliseconds, optOut: id.isOptedOut)
             let encoded = record.encoded()
             inputs.append(encoded)
             // One byte changed, dropped or doubled, anywhere.
@@ -311,15 +327,17 @@ func json(replacing field: String, with value: String?) -> String {
         }
         // Valid records the shortcut must leave to the general parser, and near misses.
         let canonical = String(decoding: sampleRecord(id: .random()).encoded(), as: UTF8.self)
-        for variant in [canonical.replacingOccurrences(of: ",", with: ", "),
-                        canonical.replacingOccurrences(of: "\"born\":", with: "\"born\":0"),
-                        canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":1.0"),
-                        canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":1e0"),
-                        canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":-0"),
-                        canonical.replacingOccurrences(of: "com.acme.notes", with: "com.acme.n\\u006ftes"),
-                        canonical.replacingOccurrences(of: "}", with: ",\"extra\":[1,{}]}"),
-                        canonical.replacingOccurrences(of: "1700000000000", with: "99999999999999999999"),
-                        canonical + " ", " " + canonical] {
+        for variant in [
+            canonical.replacingOccurrences(of: ",", with: ", "),
+            canonical.replacingOccurrences(of: "\"born\":", with: "\"born\":0"),
+            canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":1.0"),
+            canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":1e0"),
+            canonical.replacingOccurrences(of: "\"v\":1", with: "\"v\":-0"),
+            canonical.replacingOccurrences(of: "com.acme.notes", with: "com.acme.n\\u006ftes"),
+            canonical.replacingOccurrences(of: "}", with: ",\"extra\":[1,{}]}"),
+            canonical.replacingOccurrences(of: "1700000000000", with: "99999999999999999999"),
+            canonical + " ", " " + canonical
+        ] {
             inputs.append(Data(variant.utf8))
         }
         var shortcutTaken = 0
@@ -344,8 +362,9 @@ func json(replacing field: String, with value: String?) -> String {
             #expect(error.description == "record rejected: born 1999-12-31T00:00:00.000Z is before 2010-01-01")
         }
         #expect(RecordError(.tooLarge(bytes: 9000)).description == "record rejected: it is 9000 bytes, over the 4096-byte cap")
-        #expect(RecordError(.wrongType(field: "optOut", expected: "true or false")).description
-            == "record rejected: field \"optOut\" is not true or false")
+        #expect(
+            RecordError(.wrongType(field: "optOut", expected: "true or false")).description
+                == "record rejected: field \"optOut\" is not true or false")
         #expect(RecordError(.unsupportedVersion(2)).description.contains("version 2"))
     }
 }
@@ -367,7 +386,7 @@ func rejection(bytes: [UInt8]) -> RecordError.Reason? {
         (1_262_304_000_000, "2010-01-01T00:00:00.000Z"),
         (951_782_400_000, "2000-02-29T00:00:00.000Z"),
         (1_709_210_096_789, "2024-02-29T12:34:56.789Z"),
-        (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+        (253_402_300_799_999, "9999-12-31T23:59:59.999Z")
     ])
     func formatsISO8601(milliseconds: Int64, text: String) {
         #expect(Milliseconds.iso8601(milliseconds) == text)

@@ -1,5 +1,5 @@
-import Testing
 import OpenUDIDKit
+import Testing
 
 @Suite struct StoragePathsTests {
     @Test func usesXDGDirectoriesWhenSetAndAbsolute() throws {
@@ -15,7 +15,7 @@ import OpenUDIDKit
     @Test(arguments: [
         [:],
         ["XDG_DATA_HOME": "", "XDG_CONFIG_HOME": ""],
-        ["XDG_DATA_HOME": "relative/data", "XDG_CONFIG_HOME": "~/.config"],
+        ["XDG_DATA_HOME": "relative/data", "XDG_CONFIG_HOME": "~/.config"]
     ])
     func fallsBackToHomeWhenXDGIsUnsetEmptyOrRelative(xdg: [String: String]) throws {
         let paths = try StoragePaths(environment: xdg.merging(["HOME": "/home/u/"]) { a, _ in a })

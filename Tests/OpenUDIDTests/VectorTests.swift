@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenUDIDKit
 
 /// The protocol's shared test vectors in docs/vectors/, read from the files
@@ -83,8 +84,10 @@ import Testing
     func acceptsAndReencodesCanonically(vector: Case) throws {
         let record = try SlotRecord.parse(vector.bytes, now: Self.now)
         let expected = try #require(vector.record)
-        #expect(RecordFields(v: record.version, id: record.id.hex, app: record.app, vendor: record.vendor,
-                             born: record.born, written: record.written, optOut: record.optOut) == expected)
+        #expect(
+            RecordFields(
+                v: record.version, id: record.id.hex, app: record.app, vendor: record.vendor,
+                born: record.born, written: record.written, optOut: record.optOut) == expected)
         let canonical = Data(try #require(vector.canonical).utf8)
         #expect(record.encoded() == canonical)
         // The canonical encoding is itself accepted, by the fast path, as the same record.
@@ -109,7 +112,8 @@ import Testing
         }
         var generator = SplitMix64(seed: 0x0DDC_0FFE_E15_600D)
         var inputs: [Data] = []
-        let seeds = (Self.records.accept + Self.records.reject).map(\.bytes)
+        let seeds =
+            (Self.records.accept + Self.records.reject).map(\.bytes)
             + Self.records.accept.compactMap { $0.canonical.map { Data($0.utf8) } }
         for seed in seeds {
             inputs.append(seed)
@@ -144,8 +148,9 @@ import Testing
     }
 
     @Test func protocolSection3ListsEveryToken() throws {
-        let text = try String(contentsOf: Self.directory.deletingLastPathComponent().appendingPathComponent("PROTOCOL.md"),
-                              encoding: .utf8)
+        let text = try String(
+            contentsOf: Self.directory.deletingLastPathComponent().appendingPathComponent("PROTOCOL.md"),
+            encoding: .utf8)
         let start = try #require(text.range(of: "## 3. The record"))
         let end = try #require(text.range(of: "## 4. Where records live"))
         let section = text[start.upperBound..<end.lowerBound]
@@ -170,8 +175,9 @@ import Testing
         #expect(notes.count >= 3)
         #expect(Set(notes.map(\.uuid)).count == notes.count)
         let cafe = Self.scoped.vectors.filter { $0.app.hasPrefix("com.acme.caf") }
-        #expect(cafe.count == 2 && cafe[0].app == cafe[1].app && cafe[0].uuid != cafe[1].uuid,
-                "canonically equivalent spellings are different bytes, so different values")
+        #expect(
+            cafe.count == 2 && cafe[0].app == cafe[1].app && cafe[0].uuid != cafe[1].uuid,
+            "canonically equivalent spellings are different bytes, so different values")
     }
 
     @Test func theOptedOutValueIsTheNilUUID() throws {

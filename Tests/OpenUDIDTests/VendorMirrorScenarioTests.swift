@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import OpenUDIDKit
 
 /// The scenarios the vendor mirror exists for, with real `openudid` processes,
@@ -11,8 +12,9 @@ import TestSupport
 
     init() throws {
         bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
-        session = try TestSession(display: SharedDisplay.display, home: bus.home,
-                                  extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        session = try TestSession(
+            display: SharedDisplay.display, home: bus.home,
+            extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
     }
 
     private func secretTool(_ arguments: [String]) throws -> CommandResult {

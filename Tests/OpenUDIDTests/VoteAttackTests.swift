@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import OpenUDIDKit
 
 /// Attacks on the vote by clients that reach only the X display, each a
@@ -31,9 +32,14 @@ import TestSupport
     /// Expects no participant to print another identifier while `watch` runs out.
     static func expectNoneMoves(_ participants: [Participant], from honest: String) {
         let moved = eventually(timeout: watch) { participants.contains { $0.current != honest } }
-        #expect(!moved, "a participant moved from \(honest): \(participants.map { "\($0.app)=\($0.current ?? "-")" }); their errors: \(participants.map { $0.child.standardError })")
+        #expect(
+            !moved,
+            "a participant moved from \(honest): \(participants.map { "\($0.app)=\($0.current ?? "-")" }); their errors: \(participants.map { $0.child.standardError })"
+        )
         for participant in participants where !participant.child.isRunning {
-            Issue.record("\(participant.app) ended with status \(participant.child.wait(timeout: 1).map(String.init) ?? "?"): \(participant.child.standardError)")
+            Issue.record(
+                "\(participant.app) ended with status \(participant.child.wait(timeout: 1).map(String.init) ?? "?"): \(participant.child.standardError)"
+            )
         }
     }
 
@@ -59,9 +65,12 @@ import TestSupport
 
         let forgery = Identifier.random().hex
         let forgers = try (0..<sizes.impersonators).map { index in
-            try startSelectionHelper(display: SharedDisplay.display,
-                ["own", "--prefix", session.slotName(50 + index), "--target", "_OPENUDID_RECORD",
-                 "--text", Self.forged(app: apps[index], identifier: forgery)])
+            try startSelectionHelper(
+                display: SharedDisplay.display,
+                [
+                    "own", "--prefix", session.slotName(50 + index), "--target", "_OPENUDID_RECORD",
+                    "--text", Self.forged(app: apps[index], identifier: forgery)
+                ])
         }
         defer { forgers.forEach { $0.signal(SIGKILL) } }
         #expect(try Self.liveVotes(session, for: forgery) == sizes.impersonators)
@@ -86,24 +95,29 @@ import TestSupport
     @Test(arguments: [1, 2])
     func inventedAppsWithAFloorBornWinNoTieAgainstFileBackedAppsOrTheirKeyring(_ count: Int) throws {
         let bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
-        let session = try TestSession(display: SharedDisplay.display, home: bus.home,
-                                      extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let session = try TestSession(
+            display: SharedDisplay.display, home: bus.home,
+            extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         let apps = Array(["com.acme.notes", "com.acme.photos"].prefix(count))
         let (participants, honest) = try Self.honestGroup(session, apps, ["--mirror", "secret-service"])
         defer { participants.forEach { $0.stop() } }
 
         let forgery = Identifier.random().hex
         let forgers = try (0..<count).map { index in
-            try startSelectionHelper(display: SharedDisplay.display,
-                ["own", "--prefix", session.slotName(60 + index), "--target", "_OPENUDID_RECORD",
-                 "--text", Self.forged(app: "com.forge.a\(index)", identifier: forgery)])
+            try startSelectionHelper(
+                display: SharedDisplay.display,
+                [
+                    "own", "--prefix", session.slotName(60 + index), "--target", "_OPENUDID_RECORD",
+                    "--text", Self.forged(app: "com.forge.a\(index)", identifier: forgery)
+                ])
         }
         defer { forgers.forEach { $0.signal(SIGKILL) } }
         #expect(try Self.liveVotes(session, for: forgery) == count)
         Self.expectNoneMoves(participants, from: honest)
         forgers.forEach { $0.signal(SIGKILL) }
 
-        let lookup = try runCommand(try Tools.find("secret-tool"),
+        let lookup = try runCommand(
+            try Tools.find("secret-tool"),
             ["lookup", "xdg:schema", "org.openudid.VendorMirror", "vendor", "com.acme", "namespace", session.namespace],
             environment: bus.environment())
         #expect(lookup.status == 0, "\(lookup.standardError)")
@@ -122,9 +136,12 @@ import TestSupport
         defer { participants.forEach { $0.stop() } }
 
         let forgery = Identifier.random().hex
-        let thief = try startSelectionHelper(display: SharedDisplay.display,
-            ["steal", "--prefix", session.slotPrefix, "--start", String(range.start), "--count", String(range.count),
-             "--every-ms", "50", "--text", Self.forged(app: "com.forge.thief", identifier: forgery)])
+        let thief = try startSelectionHelper(
+            display: SharedDisplay.display,
+            [
+                "steal", "--prefix", session.slotPrefix, "--start", String(range.start), "--count", String(range.count),
+                "--every-ms", "50", "--text", Self.forged(app: "com.forge.thief", identifier: forgery)
+            ])
         defer { thief.signal(SIGKILL) }
         #expect(eventually(timeout: 10) { (try? Self.liveVotes(session, for: forgery)) == 1 })
         Self.expectNoneMoves(participants, from: honest)
@@ -142,7 +159,8 @@ import TestSupport
         let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
         defer { participants.forEach { $0.stop() } }
 
-        let stallers = try startSelectionHelper(display: SharedDisplay.display,
+        let stallers = try startSelectionHelper(
+            display: SharedDisplay.display,
             ["stall-many", "--prefix", session.slotPrefix, "--start", "3", "--count", "97"], timeout: 30)
         defer { stallers.signal(SIGKILL) }
         let report = try session.report("org.observer.app", Self.selectionOnly)

@@ -1,5 +1,5 @@
-import Testing
 import OpenUDIDKit
+import Testing
 
 /// The vote's security properties (docs/SECURITY.md, "The vote"), checked over
 /// many generated ballot sets: random honest apps, file-backed or
@@ -44,21 +44,28 @@ import OpenUDIDKit
             for _ in 0..<count {
                 let client = client()
                 for _ in 0..<Int.random(in: 1...4, using: &generator) where usedSlots.count < 100 {
-                    let app = Bool.random(using: &generator) && !names.isEmpty
+                    let app =
+                        Bool.random(using: &generator) && !names.isEmpty
                         ? names.randomElement(using: &generator)! : "com.forge.a\(Int.random(in: 0..<50, using: &generator))"
-                    let id = Int.random(in: 0..<10, using: &generator) == 0
-                        ? Identifier.optedOut : (Bool.random(using: &generator) ? identifiers.randomElement(using: &generator)! : Identifier.random())
+                    let id =
+                        Int.random(in: 0..<10, using: &generator) == 0
+                        ? Identifier.optedOut
+                        : (Bool.random(using: &generator) ? identifiers.randomElement(using: &generator)! : Identifier.random())
                     let written = VoteSecurityTests.now + Int64.random(in: -1_000_000...86_400_000, using: &generator)
-                    candidates.append(Candidate(record(id, app: app, born: born(), written: written),
-                                                from: .selection(slot: slot(), client: client)))
+                    candidates.append(
+                        Candidate(
+                            record(id, app: app, born: born(), written: written),
+                            from: .selection(slot: slot(), client: client)))
                 }
             }
             return candidates.shuffled(using: &generator)
         }
     }
 
-    private static func resolve(_ candidates: [Candidate], local: SlotRecord? = nil, held: SlotRecord? = nil,
-                                keepsFiles: Bool = true, app: String) -> Resolution {
+    private static func resolve(
+        _ candidates: [Candidate], local: SlotRecord? = nil, held: SlotRecord? = nil,
+        keepsFiles: Bool = true, app: String
+    ) -> Resolution {
         Resolution.resolve(candidates: candidates, local: local, held: held, keepsFiles: keepsFiles, app: app) {
             (Identifier.random(), now)
         }
@@ -120,18 +127,23 @@ import OpenUDIDKit
             for app in apps {
                 // The resolving app's own slot may or may not be readable.
                 if app == me && Bool.random(using: &world.generator) { continue }
-                honest.append(Candidate(world.record(established, app: app, born: born),
-                                        from: .selection(slot: world.slot(), client: world.client())))
+                honest.append(
+                    Candidate(
+                        world.record(established, app: app, born: born),
+                        from: .selection(slot: world.slot(), client: world.client())))
             }
             let attack = world.hostile(k, claiming: apps)
             let resolution = Self.resolve(honest + attack, held: held, keepsFiles: false, app: me)
-            #expect(resolution.identifier == established,
-                    "k = \(k), honest = \(honestCount): \(resolution.tally.map { ($0.identifier == established, $0.votes) })")
+            #expect(
+                resolution.identifier == established,
+                "k = \(k), honest = \(honestCount): \(resolution.tally.map { ($0.identifier == established, $0.votes) })")
 
             // An observer with nothing of its own needs the strict majority.
             if honestCount == k + 1 {
-                let observer = Self.resolve(honest.filter { $0.record.app != me } + [Candidate(held, from: .selection(slot: world.slot(), client: world.client()))] + attack,
-                                            keepsFiles: false, app: "org.observer.app")
+                let observer = Self.resolve(
+                    honest.filter { $0.record.app != me } + [Candidate(held, from: .selection(slot: world.slot(), client: world.client()))]
+                        + attack,
+                    keepsFiles: false, app: "org.observer.app")
                 #expect(observer.identifier == established)
             }
         }
@@ -146,8 +158,9 @@ import OpenUDIDKit
             let apps = (0..<Int.random(in: 1...5, using: &world.generator)).map { "com.honest.app\($0)" }
             let established = world.identifiers[0]
             let honest = apps.map { app in
-                Candidate(world.record(established, app: app, born: world.born()),
-                          from: .selection(slot: world.slot(), client: world.client()))
+                Candidate(
+                    world.record(established, app: app, born: world.born()),
+                    from: .selection(slot: world.slot(), client: world.client()))
             }
             let attack = world.hostile(Int.random(in: 1...8, using: &world.generator), claiming: apps)
             let resolution = Self.resolve(honest + attack, keepsFiles: false, app: "org.observer.app")

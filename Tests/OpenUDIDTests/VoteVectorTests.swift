@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import OpenUDIDKit
+import Testing
 
 /// The vote scenarios of docs/vectors/vote.json, the file another
 /// implementation runs too: each case's candidates, held value and policy go
@@ -17,7 +17,8 @@ import OpenUDIDKit
 
     static func document() -> [String: Any] {
         guard let data = try? Data(contentsOf: file),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
         return object
     }
 
@@ -47,7 +48,8 @@ import OpenUDIDKit
         let policy: ResolutionPolicy = object["policy"] as? String == "keep-local" ? .keepLocal : .followConsensus
         let resolution = Resolution.resolve(
             candidates: candidates, local: local, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
-            policy: policy, app: object["app"] as? String) { (freshID, freshBorn) }
+            policy: policy, app: object["app"] as? String
+        ) { (freshID, freshBorn) }
 
         let expect = try #require(object["expect"] as? [String: Any])
         #expect(resolution.identifier.hex == expect["id"] as? String)

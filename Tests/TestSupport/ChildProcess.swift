@@ -20,7 +20,8 @@ public final class ChildProcess: @unchecked Sendable {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -29,18 +30,24 @@ public final class ChildProcess: @unchecked Sendable {
         try? out.fileHandleForWriting.close()
         try? err.fileHandleForWriting.close()
         readers = [
-            OutputReader(out.fileHandleForReading, received: { [weak self] in self?.receive($0) },
-                         finished: { [weak self] in self?.receive(Data()) }),
-            OutputReader(err.fileHandleForReading, received: { [weak self] data in
-                guard let self else { return }
-                self.condition.withLock { self.errorData.append(data) }
-            }, finished: {}),
+            OutputReader(
+                out.fileHandleForReading, received: { [weak self] in self?.receive($0) },
+                finished: { [weak self] in self?.receive(Data()) }),
+            OutputReader(
+                err.fileHandleForReading,
+                received: { [weak self] data in
+                    guard let self else { return }
+                    self.condition.withLock { self.errorData.append(data) }
+                }, finished: {})
         ]
     }
 
     private func receive(_ data: Data) {
         condition.lock()
-        defer { condition.broadcast(); condition.unlock() }
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
         if data.isEmpty {
             closed = true
             return
@@ -107,12 +114,15 @@ public struct CommandResult: Sendable {
 }
 
 /// Runs `executable` to completion and captures its output.
-public func runCommand(_ executable: URL, _ arguments: [String], environment: [String: String], input: String? = nil, timeout: TimeInterval = 30) throws -> CommandResult {
+public func runCommand(
+    _ executable: URL, _ arguments: [String], environment: [String: String], input: String? = nil, timeout: TimeInterval = 30
+) throws -> CommandResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
     process.environment = environment
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     if let input {
@@ -134,10 +144,12 @@ public func runCommand(_ executable: URL, _ arguments: [String], environment: [S
     try? err.fileHandleForWriting.close()
     let output = CapturedOutput()
     let readers = [
-        OutputReader(out.fileHandleForReading, received: { output.receive($0, standardError: false) },
-                     finished: { output.receive(Data(), standardError: false) }),
-        OutputReader(err.fileHandleForReading, received: { output.receive($0, standardError: true) },
-                     finished: { output.receive(Data(), standardError: true) }),
+        OutputReader(
+            out.fileHandleForReading, received: { output.receive($0, standardError: false) },
+            finished: { output.receive(Data(), standardError: false) }),
+        OutputReader(
+            err.fileHandleForReading, received: { output.receive($0, standardError: true) },
+            finished: { output.receive(Data(), standardError: true) })
     ]
     defer { readers.forEach { $0.stop() } }
     let deadline = Date().addingTimeInterval(timeout)
@@ -149,9 +161,10 @@ public func runCommand(_ executable: URL, _ arguments: [String], environment: [S
     }
     process.waitUntilExit()
     let (outData, errData) = output.waitForEnds(timeout: 2)
-    return CommandResult(status: process.terminationStatus,
-                         standardOutput: String(decoding: outData, as: UTF8.self),
-                         standardError: String(decoding: errData, as: UTF8.self))
+    return CommandResult(
+        status: process.terminationStatus,
+        standardOutput: String(decoding: outData, as: UTF8.self),
+        standardError: String(decoding: errData, as: UTF8.self))
 }
 
 /// The output of a child, collected from reading handlers; every access holds `condition`.
@@ -162,7 +175,10 @@ private final class CapturedOutput: @unchecked Sendable {
 
     func receive(_ data: Data, standardError: Bool) {
         condition.lock()
-        defer { condition.broadcast(); condition.unlock() }
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
         switch (standardError, data.isEmpty) {
         case (false, true): outEnded = true
         case (false, false): out.append(data)

@@ -7,10 +7,13 @@ public func startSelectionHelper(display: String, _ arguments: [String], timeout
 
 /// Starts `xselection-helper` like `startSelectionHelper` and also returns the
 /// window it announced in its "ready 0x..." line (the window that owns its selections).
-public func startSelectionHelperReportingWindow(display: String, _ arguments: [String],
-                                                timeout: TimeInterval = 10) throws -> (helper: ChildProcess, window: UInt32) {
-    let child = try ChildProcess(Tools.product("xselection-helper"), arguments,
-                                 environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
+public func startSelectionHelperReportingWindow(
+    display: String, _ arguments: [String],
+    timeout: TimeInterval = 10
+) throws -> (helper: ChildProcess, window: UInt32) {
+    let child = try ChildProcess(
+        Tools.product("xselection-helper"), arguments,
+        environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
     guard let line = child.nextLine(timeout: timeout), line.hasPrefix("ready") else {
         throw HarnessError("xselection-helper \(arguments.joined(separator: " ")) did not become ready: \(child.standardError)")
     }
@@ -23,8 +26,9 @@ public func startSelectionHelperReportingWindow(display: String, _ arguments: [S
 
 /// Runs `xselection-helper request ...` on `display` and returns its output lines.
 public func requestWithHelper(display: String, _ arguments: [String]) throws -> [String] {
-    let result = try runCommand(Tools.product("xselection-helper"), ["request"] + arguments,
-                                environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
+    let result = try runCommand(
+        Tools.product("xselection-helper"), ["request"] + arguments,
+        environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
     return result.standardOutput.split(separator: "\n").map(String.init)
 }
 
@@ -39,7 +43,8 @@ public func eventually(timeout: TimeInterval = 5, _ condition: () throws -> Bool
 }
 
 /// The next element of an async sequence, or nil after `timeout`.
-public func next<S: AsyncSequence & Sendable>(_ sequence: S, timeout: Duration = .seconds(5)) async -> S.Element? where S.Element: Sendable {
+public func next<S: AsyncSequence & Sendable>(_ sequence: S, timeout: Duration = .seconds(5)) async -> S.Element?
+where S.Element: Sendable {
     await withTaskGroup(of: S.Element?.self) { group in
         group.addTask {
             var iterator = sequence.makeAsyncIterator()

@@ -13,8 +13,9 @@ public final class PrivateHome: @unchecked Sendable {
             .appendingPathComponent("openudid-test-\(UUID().uuidString.prefix(8))")
         root = base
         for sub in ["data", "config", "cache", "runtime"] {
-            try FileManager.default.createDirectory(at: base.appendingPathComponent(sub), withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: base.appendingPathComponent(sub), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
     }
 
@@ -31,7 +32,7 @@ public final class PrivateHome: @unchecked Sendable {
             "XDG_CONFIG_HOME": root.appendingPathComponent("config").path,
             "XDG_CACHE_HOME": root.appendingPathComponent("cache").path,
             "XDG_RUNTIME_DIR": runtimeDir.path,
-            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         ]
         if let display { env["DISPLAY"] = display }
         for (key, value) in extra { env[key] = value }

@@ -45,9 +45,10 @@ public final class PrivateSessionBus: @unchecked Sendable {
         let config = home.root.appendingPathComponent("session-bus.conf")
         try Self.configuration(socketDirectory: home.runtimeDir, services: services)
             .write(to: config, atomically: true, encoding: .utf8)
-        bus = try ChildProcess(try Tools.find("dbus-daemon"),
-                               ["--config-file=\(config.path)", "--print-address=1", "--nofork"],
-                               environment: home.environment())
+        bus = try ChildProcess(
+            try Tools.find("dbus-daemon"),
+            ["--config-file=\(config.path)", "--print-address=1", "--nofork"],
+            environment: home.environment())
         guard let line = bus.nextLine(timeout: timeout), line.hasPrefix("unix:") else {
             throw HarnessError("dbus-daemon printed no address within \(timeout) s: \(bus.standardError)")
         }
@@ -173,8 +174,9 @@ public final class PrivateSessionBus: @unchecked Sendable {
     /// Secret Service `SearchItems` method lists them (locked ones too).
     public func searchItems(_ attributes: [String: String]) throws -> (unlocked: [String], locked: [String]) {
         let pairs = attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }.joined(separator: ",")
-        let reply = try send(to: "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.SearchItems",
-                             ["dict:string:string:\(pairs)"])
+        let reply = try send(
+            to: "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.SearchItems",
+            ["dict:string:string:\(pairs)"])
         let arrays = reply.components(separatedBy: "array [").dropFirst().map { array in
             array.components(separatedBy: "\n").compactMap { line in Self.quoted(after: "object path", in: line) }
         }
@@ -185,8 +187,9 @@ public final class PrivateSessionBus: @unchecked Sendable {
     /// Whether the default collection is locked, asked over D-Bus as any client would.
     public func isDefaultCollectionLocked() throws -> Bool {
         guard let path = try defaultCollectionPath() else { throw HarnessError("there is no default collection") }
-        let reply = try send(to: path, "org.freedesktop.DBus.Properties.Get",
-                             ["string:org.freedesktop.Secret.Collection", "string:Locked"])
+        let reply = try send(
+            to: path, "org.freedesktop.DBus.Properties.Get",
+            ["string:org.freedesktop.Secret.Collection", "string:Locked"])
         if reply.contains("boolean true") { return true }
         if reply.contains("boolean false") { return false }
         throw HarnessError("unexpected reply to Get Locked: \(reply)")
@@ -265,14 +268,18 @@ public final class PrivateSessionBus: @unchecked Sendable {
     public func waitForSecretService(owned: Bool, timeout: TimeInterval = 10) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            let reply = try runCommand(try Tools.find("dbus-send"),
-                                       ["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                        "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"],
-                                       environment: environment(), timeout: 5)
+            let reply = try runCommand(
+                try Tools.find("dbus-send"),
+                [
+                    "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"
+                ],
+                environment: environment(), timeout: 5)
             if reply.status == 0 && reply.standardOutput.contains("boolean \(owned)") { return }
             if Date() > deadline {
                 let log = (try? String(contentsOf: keyringLog, encoding: .utf8)) ?? ""
-                throw HarnessError("""
+                throw HarnessError(
+                    """
                     org.freedesktop.secrets was \(owned ? "not" : "still") owned after \(timeout) s \
                     (\(reply.standardError)); keyring log: \(log)
                     """)
@@ -283,9 +290,10 @@ public final class PrivateSessionBus: @unchecked Sendable {
 
     /// Calls a method of the Secret Service with dbus-send and returns the printed reply.
     private func send(to path: String, _ method: String, _ arguments: [String]) throws -> String {
-        let result = try runCommand(try Tools.find("dbus-send"),
-                                    ["--session", "--print-reply", "--dest=org.freedesktop.secrets", path, method] + arguments,
-                                    environment: environment(), timeout: 10)
+        let result = try runCommand(
+            try Tools.find("dbus-send"),
+            ["--session", "--print-reply", "--dest=org.freedesktop.secrets", path, method] + arguments,
+            environment: environment(), timeout: 10)
         guard result.status == 0 else {
             throw HarnessError("dbus-send \(method) failed: \(result.standardError)")
         }

@@ -41,8 +41,10 @@ public final class PrivateXServer: @unchecked Sendable {
         let xvfb = try Tools.find("Xvfb")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", Self.guardScript, "xvfb-guard", xvfb.path,
-                             "-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "800x600x24", "-noreset"]
+        process.arguments = [
+            "-c", Self.guardScript, "xvfb-guard", xvfb.path,
+            "-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "800x600x24", "-noreset"
+        ]
         let out = Pipe()
         let control = Pipe()
         process.standardOutput = out
@@ -61,7 +63,8 @@ public final class PrivateXServer: @unchecked Sendable {
         }
         try? out.fileHandleForReading.close()
         guard let text = String(data: collected, encoding: .utf8),
-              let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             try? control.fileHandleForWriting.close()
             process.waitUntilExit()
             throw HarnessError("Xvfb reported no display number within \(timeout) s")

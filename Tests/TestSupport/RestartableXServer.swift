@@ -76,7 +76,8 @@ public final class RestartableXServer: @unchecked Sendable {
             collected.append(chunk)
         }
         guard let text = String(data: collected, encoding: .utf8),
-              let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             if process.isRunning {
                 Foundation.kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()

@@ -11,8 +11,10 @@ public final class TestSession: @unchecked Sendable {
     public let extraEnvironment: [String: String]
 
     /// Creates a session on `display` (nil: no X at all).
-    public init(display: String?, namespace: String = "t" + String(UUID().uuidString.prefix(8)), home: PrivateHome? = nil,
-                extraEnvironment: [String: String] = [:]) throws {
+    public init(
+        display: String?, namespace: String = "t" + String(UUID().uuidString.prefix(8)), home: PrivateHome? = nil,
+        extraEnvironment: [String: String] = [:]
+    ) throws {
         self.home = try home ?? PrivateHome()
         self.display = display
         self.namespace = namespace
@@ -41,7 +43,8 @@ public final class TestSession: @unchecked Sendable {
     /// `openudid get --app app --json`, parsed.
     public func report(_ app: String, _ extra: [String] = []) throws -> [String: Any] {
         let result = try run(["get", "--app", app, "--json"] + extra)
-        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any] else {
+        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        else {
             throw HarnessError("openudid get --json --app \(app) failed (\(result.status)): \(result.standardError)")
         }
         return object

@@ -17,7 +17,10 @@ public enum Tk {
             let probe = try? runCommand(candidate, ["-c", "import tkinter"], environment: environment(display: ""), timeout: 20)
             if probe?.status == 0 { return .success(candidate) }
         }
-        return .failure(HarnessError("no python3 with tkinter found (tried \(candidates.map(\.path).joined(separator: ", "))); run scripts/bootstrap, which installs python3-tk"))
+        return .failure(
+            HarnessError(
+                "no python3 with tkinter found (tried \(candidates.map(\.path).joined(separator: ", "))); run scripts/bootstrap, which installs python3-tk"
+            ))
     }()
 
     /// The environment for a Tk script on `display`.
@@ -39,7 +42,8 @@ public enum Tk {
     }
 
     /// Starts a long-running tkinter `script` on `display` and waits for it to print "ready".
-    public static func start(_ script: String, display: String, arguments: [String] = [], timeout: TimeInterval = 20) throws -> ChildProcess {
+    public static func start(_ script: String, display: String, arguments: [String] = [], timeout: TimeInterval = 20) throws -> ChildProcess
+    {
         let child = try ChildProcess(python(), ["-c", script] + arguments, environment: environment(display: display))
         guard let line = child.nextLine(timeout: timeout), line.hasPrefix("ready") else {
             throw HarnessError("the Tk script did not become ready: \(child.standardError)")

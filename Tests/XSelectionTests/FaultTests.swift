@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import XSelection
 
 /// Failures that would take a host process down with libX11's defaults: a
@@ -69,7 +70,9 @@ import TestSupport
         try #require(!FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X4999"), "a server runs on \(display)")
         let readerError = #expect(throws: XSelectionError.self) { try SelectionReader(display: display) }
         let ownerError = #expect(throws: XSelectionError.self) { try SelectionOwner(display: display) }
-        let watcherError = #expect(throws: XSelectionError.self) { try SelectionWatcher(display: display, selections: ["_T_FAULT_NOWHERE"]) }
+        let watcherError = #expect(throws: XSelectionError.self) {
+            try SelectionWatcher(display: display, selections: ["_T_FAULT_NOWHERE"])
+        }
         for error in [readerError, ownerError, watcherError] {
             #expect(error?.kind == .cannotOpen)
             #expect(error?.display == display)
@@ -94,14 +97,20 @@ import TestSupport
         let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
         // A long transfer time-out: a drop within seconds can only come from the error.
         let owner = try SelectionOwner(display: server.display, options: .init(incrThreshold: 4096, transferTimeout: .seconds(60)))
-        try owner.claim("_T_FAULT_VANISH", payloads: [
-            SelectionPayload(target: "application/octet-stream", bytes: bytes),
-            text("small"),
-        ])
+        try owner.claim(
+            "_T_FAULT_VANISH",
+            payloads: [
+                SelectionPayload(target: "application/octet-stream", bytes: bytes),
+                text("small")
+            ])
 
         // The requestor takes one chunk, then destroys its window as it asks for the next.
-        let lines = try requestWithHelper(display: server.display, ["--selection", "_T_FAULT_VANISH", "--targets", "application/octet-stream",
-                                                                    "--die-after-first-chunk"])
+        let lines = try requestWithHelper(
+            display: server.display,
+            [
+                "--selection", "_T_FAULT_VANISH", "--targets", "application/octet-stream",
+                "--die-after-first-chunk"
+            ])
         #expect(lines == ["incr", "first-chunk 4096", "died"])
         // The owner's next write hit the vanished window: counted against the peer, transfer dropped.
         #expect(eventually { owner.statistics.incrDropped == 1 })
@@ -110,7 +119,8 @@ import TestSupport
         // The owner serves on: small values, and a whole INCR transfer.
         let reader = try SelectionReader(display: server.display)
         #expect(try reader.read("_T_FAULT_VANISH", target: "UTF8_STRING").value?.bytes == Array("small".utf8))
-        let big = try reader.read("_T_FAULT_VANISH", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
+        let big = try reader.read(
+            "_T_FAULT_VANISH", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
         let statistics = owner.statistics
         let value = try #require(big.value, "\(big), owner: \(statistics)")
         #expect(value.incremental)
@@ -126,8 +136,9 @@ import TestSupport
         let server = try PrivateXServer()
         var environment = helperEnvironment
         environment["DISPLAY"] = server.display
-        let result = try runCommand(Tools.product("xselection-helper"), ["host-error-handler", "--selection", "_T_FAULT_HOST"],
-                                    environment: environment)
+        let result = try runCommand(
+            Tools.product("xselection-helper"), ["host-error-handler", "--selection", "_T_FAULT_HOST"],
+            environment: environment)
         #expect(result.status == 0, "\(result.standardError)")
         // "peer-errors N host-calls-before-own-error M host-calls-after-own-error K"
         let words = result.standardOutput.split(whereSeparator: \.isWhitespace).map(String.init)

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import XSelection
 
 /// Interoperability with Tk, an independent implementation of both sides of
@@ -42,10 +43,12 @@ import TestSupport
 
     private func servedByUs(_ name: SelectionName) throws -> SelectionOwner {
         let owner = try SelectionOwner(display: display)
-        let result = try owner.claim(name, payloads: [
-            SelectionPayload(target: "UTF8_STRING", bytes: Array("grüße aus Swift ✓".utf8)),
-            SelectionPayload(target: "_T_TK_NOTE", type: "_T_TK_NOTE", bytes: Array("{\"note\":\"ünïcode\"}".utf8)),
-        ])
+        let result = try owner.claim(
+            name,
+            payloads: [
+                SelectionPayload(target: "UTF8_STRING", bytes: Array("grüße aus Swift ✓".utf8)),
+                SelectionPayload(target: "_T_TK_NOTE", type: "_T_TK_NOTE", bytes: Array("{\"note\":\"ünïcode\"}".utf8))
+            ])
         guard case .claimed = result else { throw HarnessError("could not claim \(name): \(result)") }
         return owner
     }
@@ -73,7 +76,8 @@ import TestSupport
         let value = try #require(outcome.value, "\(outcome)")
         #expect(["UTF8_STRING", "STRING"].contains(value.type))
         // STRING is ISO Latin-1 (ICCCM 2.7.1), which every character here has.
-        let decoded = value.type == "STRING" ? String(bytes: value.bytes, encoding: .isoLatin1) : String(bytes: value.bytes, encoding: .utf8)
+        let decoded =
+            value.type == "STRING" ? String(bytes: value.bytes, encoding: .isoLatin1) : String(bytes: value.bytes, encoding: .utf8)
         #expect(decoded == text)
         #expect(value.format == 8)
 

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import XSelection
 
 @Suite struct OwnerTests {
@@ -12,10 +13,12 @@ import TestSupport
 
     @Test func answersTargetsTimestampAndMultiple() throws {
         let owner = try SelectionOwner(display: display)
-        let result = try owner.claim("_T_OWNER_STANDARD", payloads: [
-            text("plain", target: "UTF8_STRING"),
-            SelectionPayload(target: "_T_RECORD", type: "_T_RECORD", bytes: Array("{\"a\":1}".utf8)),
-        ])
+        let result = try owner.claim(
+            "_T_OWNER_STANDARD",
+            payloads: [
+                text("plain", target: "UTF8_STRING"),
+                SelectionPayload(target: "_T_RECORD", type: "_T_RECORD", bytes: Array("{\"a\":1}".utf8))
+            ])
         guard case .claimed(let since) = result else {
             Issue.record("claim failed: \(result)")
             return
@@ -28,14 +31,16 @@ import TestSupport
         #expect(stamp.type == "INTEGER")
         #expect(stamp.items32 == [since.rawValue])
 
-        let lines = try requestWithHelper(display: display, ["--selection", "_T_OWNER_STANDARD", "--targets", "UTF8_STRING,_T_BOGUS,_T_RECORD"])
+        let lines = try requestWithHelper(
+            display: display, ["--selection", "_T_OWNER_STANDARD", "--targets", "UTF8_STRING,_T_BOGUS,_T_RECORD"])
         #expect(lines == ["ok UTF8_STRING UTF8_STRING 8 plain", "refused _T_BOGUS", "ok _T_RECORD _T_RECORD 8 {\"a\":1}"])
     }
 
     @Test func usesTheTargetAsPropertyForAnObsoleteRequestor() throws {
         let owner = try SelectionOwner(display: display)
         try owner.claim("_T_OWNER_OBSOLETE", payloads: [text("old style")])
-        let lines = try requestWithHelper(display: display, ["--selection", "_T_OWNER_OBSOLETE", "--targets", "UTF8_STRING", "--no-property"])
+        let lines = try requestWithHelper(
+            display: display, ["--selection", "_T_OWNER_OBSOLETE", "--targets", "UTF8_STRING", "--no-property"])
         #expect(lines == ["property UTF8_STRING", "ok UTF8_STRING UTF8_STRING 8 old style"])
     }
 
@@ -45,11 +50,13 @@ import TestSupport
             Issue.record("claim failed")
             return
         }
-        let before = try requestWithHelper(display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "\(since.rawValue - 1)"])
+        let before = try requestWithHelper(
+            display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "\(since.rawValue - 1)"])
         #expect(before == ["refused UTF8_STRING"])
         let current = try requestWithHelper(display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "0"])
         #expect(current.last == "ok UTF8_STRING UTF8_STRING 8 timely")
-        let after = try requestWithHelper(display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "\(since.rawValue + 1)"])
+        let after = try requestWithHelper(
+            display: display, ["--selection", "_T_OWNER_TIME", "--targets", "UTF8_STRING", "--time", "\(since.rawValue + 1)"])
         #expect(after.last == "ok UTF8_STRING UTF8_STRING 8 timely")
         #expect(owner.statistics.refused >= 1)
     }
@@ -99,7 +106,8 @@ import TestSupport
         nonisolated(unsafe) var outcome: ReadOutcome?
         group.enter()
         DispatchQueue.global().async {
-            outcome = try? reader.read("_T_OWNER_INCR_LOSS", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
+            outcome = try? reader.read(
+                "_T_OWNER_INCR_LOSS", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
             group.leave()
         }
         _ = eventually(timeout: 5) { owner.statistics.incrStarted > 0 }
@@ -115,9 +123,10 @@ import TestSupport
         // owner leaves unanswered stops it, and the run times out.
         let owner = try SelectionOwner(display: display)
         for index in 0..<10 { try owner.claim(SelectionName("_T_OWNER_BURST_\(index)"), payloads: [text("burst \(index)")]) }
-        let result = try runCommand(Tools.product("xselection-helper"),
-                                    ["time", "--what", "pipelined", "--prefix", "_T_OWNER_BURST_", "--count", "10", "--warmup", "0", "--reps", "2000"],
-                                    environment: ["DISPLAY": display], timeout: 30)
+        let result = try runCommand(
+            Tools.product("xselection-helper"),
+            ["time", "--what", "pipelined", "--prefix", "_T_OWNER_BURST_", "--count", "10", "--warmup", "0", "--reps", "2000"],
+            environment: ["DISPLAY": display], timeout: 30)
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.split(separator: "\n").count == 2000)
         #expect(owner.statistics.answered == 20_000)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import XSelection
 
 /// The decoding of property reads, without a server.
@@ -12,7 +13,9 @@ import Testing
     @Test func aValueWithinTheCapIsTakenWhole() {
         var transfer = PropertyTransfer(cap: 16, incrAtom: incr)
         #expect(transfer.nextReadLength == 5)
-        #expect(transfer.first(reply(Array("hello".utf8))) == .done(.value(bytes: Array("hello".utf8), type: text, format: 8, incremental: false)))
+        #expect(
+            transfer.first(reply(Array("hello".utf8)))
+                == .done(.value(bytes: Array("hello".utf8), type: text, format: 8, incremental: false)))
     }
 
     @Test func aValueOverTheCapIsTooLargeWithItsFullSize() {

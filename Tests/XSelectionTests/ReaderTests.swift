@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import XSelection
 
 /// One private Xvfb shared by the suites that do not kill it.
@@ -73,8 +74,12 @@ enum SharedServer {
 
     @Test func roundTripsOneMebibyteThroughINCROnlyWithTheCapRaised() throws {
         let size = 1 << 20
-        let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_INCR", "--size", "\(size)", "--incr-threshold", "65536",
-                                                                 "--target", "application/octet-stream"])
+        let helper = try startSelectionHelper(
+            display: display,
+            [
+                "own", "--prefix", "_T_INCR", "--size", "\(size)", "--incr-threshold", "65536",
+                "--target", "application/octet-stream"
+            ])
         let reader = try SelectionReader(display: display)
         let big = try reader.read("_T_INCR", target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 2 << 20))
         let value = try #require(big.value, "\(big)")
@@ -89,7 +94,8 @@ enum SharedServer {
 
     @Test func aSilentOwnerTimesOutWhileTheOthersAreRead() throws {
         let silent = try startSelectionHelper(display: display, ["hostile", "--selection", "_T_SILENT", "--behavior", "silent"])
-        let honest = try startSelectionHelper(display: display, ["own", "--prefix", "_T_NEXT_TO_SILENT_", "--count", "5", "--text", "ok {i}"])
+        let honest = try startSelectionHelper(
+            display: display, ["own", "--prefix", "_T_NEXT_TO_SILENT_", "--count", "5", "--text", "ok {i}"])
         let reader = try SelectionReader(display: display)
         let names: [SelectionName] = ["_T_SILENT"] + (0..<5).map { SelectionName("_T_NEXT_TO_SILENT_\($0)") }
         let started = ContinuousClock.now
@@ -101,7 +107,9 @@ enum SharedServer {
         }
         #expect(owner != nil)
         for index in 0..<5 {
-            #expect(outcomes[SelectionName("_T_NEXT_TO_SILENT_\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "ok \(index)")
+            #expect(
+                outcomes[SelectionName("_T_NEXT_TO_SILENT_\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) }
+                    == "ok \(index)")
         }
         // The deadline is a bound, not a target: generous slack for a loaded machine.
         #expect(elapsed < .seconds(3))
@@ -112,13 +120,15 @@ enum SharedServer {
         ("wrong-property", "a property other than"),
         ("no-property", "wrote no property"),
         ("die-mid-incr", ""),
-        ("stall-incr", ""),
+        ("stall-incr", "")
     ])
     func brokenOwnersGiveATypedOutcome(behavior: String, reason: String) throws {
         let name = "_T_BROKEN_\(behavior.uppercased().replacingOccurrences(of: "-", with: "_"))"
-        let hostile = try startSelectionHelper(display: display, ["hostile", "--selection", name, "--behavior", behavior, "--size", "100000"])
+        let hostile = try startSelectionHelper(
+            display: display, ["hostile", "--selection", name, "--behavior", behavior, "--size", "100000"])
         let reader = try SelectionReader(display: display)
-        let outcome = try reader.read(SelectionName(name), target: "UTF8_STRING", options: .init(deadline: .milliseconds(500), maxBytes: 1 << 20))
+        let outcome = try reader.read(
+            SelectionName(name), target: "UTF8_STRING", options: .init(deadline: .milliseconds(500), maxBytes: 1 << 20))
         switch (behavior, outcome) {
         case (_, .malformed(_, let why)) where !reason.isEmpty:
             #expect(why.contains(reason))
@@ -131,7 +141,8 @@ enum SharedServer {
     }
 
     @Test func aTenMebibyteINCRIsAbortedAtTheCap() throws {
-        let hostile = try startSelectionHelper(display: display, ["hostile", "--selection", "_T_HUGE", "--behavior", "huge-incr", "--size", "\(10 << 20)"])
+        let hostile = try startSelectionHelper(
+            display: display, ["hostile", "--selection", "_T_HUGE", "--behavior", "huge-incr", "--size", "\(10 << 20)"])
         let reader = try SelectionReader(display: display)
         let outcome = try reader.read("_T_HUGE", target: "UTF8_STRING", options: .init(deadline: .seconds(2)))
         guard case .tooLarge(_, let bytes) = outcome else {
@@ -147,26 +158,38 @@ enum SharedServer {
         // transfer runs; a pass that mixes both kinds, and the plain pass after
         // it, must each come out whole.
         let size = 300_000
-        let large = try startSelectionHelper(display: display, ["own", "--prefix", "_T_MIXED_LARGE_", "--count", "2", "--size", "\(size)",
-                                                                "--incr-threshold", "32768", "--target", "application/octet-stream"])
-        let small = try startSelectionHelper(display: display, ["own", "--prefix", "_T_MIXED_SMALL_", "--count", "3", "--text", "s {i}",
-                                                                "--target", "application/octet-stream"])
+        let large = try startSelectionHelper(
+            display: display,
+            [
+                "own", "--prefix", "_T_MIXED_LARGE_", "--count", "2", "--size", "\(size)",
+                "--incr-threshold", "32768", "--target", "application/octet-stream"
+            ])
+        let small = try startSelectionHelper(
+            display: display,
+            [
+                "own", "--prefix", "_T_MIXED_SMALL_", "--count", "3", "--text", "s {i}",
+                "--target", "application/octet-stream"
+            ])
         let reader = try SelectionReader(display: display)
         let names = (0..<2).map { SelectionName("_T_MIXED_LARGE_\($0)") } + (0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }
         let expected = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
         for pass in 0..<2 {
-            let outcomes = try reader.read(names, target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
+            let outcomes = try reader.read(
+                names, target: "application/octet-stream", options: .init(deadline: .seconds(10), maxBytes: 1 << 20))
             for index in 0..<2 {
                 let value = try #require(outcomes[SelectionName("_T_MIXED_LARGE_\(index)")]?.value, "pass \(pass)")
                 #expect(value.incremental)
                 #expect(value.bytes == expected)
             }
             for index in 0..<3 {
-                #expect(outcomes[SelectionName("_T_MIXED_SMALL_\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "s \(index)")
+                #expect(
+                    outcomes[SelectionName("_T_MIXED_SMALL_\(index)")]?.value.map { String(decoding: $0.bytes, as: UTF8.self) }
+                        == "s \(index)")
             }
         }
-        let plain = try reader.read((0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }, target: "application/octet-stream",
-                                    options: .init(deadline: .seconds(5)))
+        let plain = try reader.read(
+            (0..<3).map { SelectionName("_T_MIXED_SMALL_\($0)") }, target: "application/octet-stream",
+            options: .init(deadline: .seconds(5)))
         #expect(plain.values.allSatisfy { $0.value?.incremental == false })
         _ = (large, small)
     }

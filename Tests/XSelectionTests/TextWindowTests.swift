@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 import XSelection
 
 /// The demo window, checked with the standard X tools (xwininfo, xprop, xwd,
@@ -9,8 +9,12 @@ import XSelection
 @Suite struct TextWindowTests {
     private func tool(_ name: String, _ arguments: [String], display: String) throws -> CommandResult {
         // LANG=C: xprop then spells every byte outside ASCII as an octal escape, the same on every machine.
-        try runCommand(Tools.find(name), arguments, environment: ["DISPLAY": display, "LANG": "C",
-                                                                  "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])
+        try runCommand(
+            Tools.find(name), arguments,
+            environment: [
+                "DISPLAY": display, "LANG": "C",
+                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+            ])
     }
 
     /// The colours in the window's pixels, as `#RRGGBB`, read with xwd and ImageMagick.
@@ -26,16 +30,22 @@ import XSelection
 
     @Test func mapsATitledWindowThatTheStandardToolsSee() async throws {
         let server = try PrivateXServer()
-        let window = try TextWindow(display: server.display, title: "Grüße – demo", className: "TextWindowTest",
-                                    width: 300, height: 120, lines: [TextWindow.Line("hello")])
+        let window = try TextWindow(
+            display: server.display, title: "Grüße – demo", className: "TextWindowTest",
+            width: 300, height: 120, lines: [TextWindow.Line("hello")])
         let id = window.window.description
-        #expect(eventually { (try? tool("xwininfo", ["-id", id], display: server.display))?.standardOutput.contains("Map State: IsViewable") == true })
+        #expect(
+            eventually {
+                (try? tool("xwininfo", ["-id", id], display: server.display))?.standardOutput.contains("Map State: IsViewable") == true
+            })
         let info = try tool("xwininfo", ["-id", id], display: server.display).standardOutput
         #expect(info.contains("Width: 300"))
         #expect(info.contains("Height: 120"))
 
-        let props = try tool("xprop", ["-id", id, "_NET_WM_NAME", "WM_NAME", "WM_CLASS", "WM_PROTOCOLS", "_NET_WM_PID"],
-                             display: server.display).standardOutput
+        let props = try tool(
+            "xprop", ["-id", id, "_NET_WM_NAME", "WM_NAME", "WM_CLASS", "WM_PROTOCOLS", "_NET_WM_PID"],
+            display: server.display
+        ).standardOutput
         // The UTF-8 bytes of "Grüße – demo" in _NET_WM_NAME; in WM_NAME its Latin-1 form, the dash outside Latin-1 as "?".
         #expect(props.contains(#"_NET_WM_NAME(UTF8_STRING) = "Gr\303\274\303\237e \342\200\223 demo""#))
         #expect(props.contains(#"WM_NAME(STRING) = "Gr\374\337e ? demo""#))
@@ -44,7 +54,10 @@ import XSelection
         #expect(props.contains("_NET_WM_PID(CARDINAL) = \(getpid())"))
 
         window.setTitle("renamed")
-        #expect(eventually { (try? tool("xprop", ["-id", id, "_NET_WM_NAME"], display: server.display))?.standardOutput.contains("\"renamed\"") == true })
+        #expect(
+            eventually {
+                (try? tool("xprop", ["-id", id, "_NET_WM_NAME"], display: server.display))?.standardOutput.contains("\"renamed\"") == true
+            })
 
         window.close()
         #expect(await next(window.events, timeout: .seconds(5)) == nil)
@@ -57,18 +70,24 @@ import XSelection
         let band = TextWindow.Colour(hex: 0x1F6FEB)
         let red = TextWindow.Colour(hex: 0xCF222E)
         let green = TextWindow.Colour(hex: 0x15803D)
-        let window = try TextWindow(display: server.display, title: "colours", width: 300, height: 120,
-                                    foreground: .black, background: TextWindow.Colour(hex: 0xFAFAF7), lines: [
-                                        TextWindow.Line("Heading", colour: .white, background: band, weight: .large),
-                                        TextWindow.Line("alarm", colour: red, weight: .bold),
-                                    ])
-        #expect(eventually { (try? colours(of: window, display: server.display))?.isSuperset(of: ["#1F6FEB", "#CF222E", "#FAFAF7", "#FFFFFF"]) == true })
+        let window = try TextWindow(
+            display: server.display, title: "colours", width: 300, height: 120,
+            foreground: .black, background: TextWindow.Colour(hex: 0xFAFAF7),
+            lines: [
+                TextWindow.Line("Heading", colour: .white, background: band, weight: .large),
+                TextWindow.Line("alarm", colour: red, weight: .bold)
+            ])
+        #expect(
+            eventually {
+                (try? colours(of: window, display: server.display))?.isSuperset(of: ["#1F6FEB", "#CF222E", "#FAFAF7", "#FFFFFF"]) == true
+            })
 
         window.setLines([TextWindow.Line("calm", colour: green)])
-        #expect(eventually {
-            guard let seen = try? colours(of: window, display: server.display) else { return false }
-            return seen.contains("#15803D") && !seen.contains("#CF222E") && !seen.contains("#1F6FEB")
-        })
+        #expect(
+            eventually {
+                guard let seen = try? colours(of: window, display: server.display) else { return false }
+                return seen.contains("#15803D") && !seen.contains("#CF222E") && !seen.contains("#1F6FEB")
+            })
     }
 
     @Test func reportsKeyPressesAndClicks() async throws {

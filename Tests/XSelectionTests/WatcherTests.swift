@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import XSelection
 
 @Suite struct WatcherTests {
@@ -16,7 +17,8 @@ import TestSupport
         #expect(watcher.initialOwners == [names[0]: nil, names[1]: nil, names[2]: nil])
 
         // Another process claims the first two, in this order.
-        let (helper, window) = try startSelectionHelperReportingWindow(display: display, ["own", "--prefix", "_T_WATCH_NEW_", "--count", "2", "--text", "x"])
+        let (helper, window) = try startSelectionHelperReportingWindow(
+            display: display, ["own", "--prefix", "_T_WATCH_NEW_", "--count", "2", "--text", "x"])
         var holders: [SelectionHolder] = []
         for name in names.prefix(2) {
             let event = await next(watcher.events)
@@ -48,7 +50,8 @@ import TestSupport
 
     @Test func reportsTheOwnersClientClosingWhenItIsKilled() async throws {
         let names: [SelectionName] = ["_T_WATCH_KILLED_0", "_T_WATCH_KILLED_1"]
-        let (helper, window) = try startSelectionHelperReportingWindow(display: display, ["own", "--prefix", "_T_WATCH_KILLED_", "--count", "2", "--text", "doomed"])
+        let (helper, window) = try startSelectionHelperReportingWindow(
+            display: display, ["own", "--prefix", "_T_WATCH_KILLED_", "--count", "2", "--text", "doomed"])
         let watcher = try SelectionWatcher(display: display, selections: names)
         for name in names {
             #expect(watcher.initialOwners[name]??.window == XWindow(window))
@@ -70,7 +73,8 @@ import TestSupport
     }
 
     @Test func initialOwnersShowsASelectionOwnedBeforeWatchingBegan() throws {
-        let (helper, window) = try startSelectionHelperReportingWindow(display: display, ["own", "--prefix", "_T_WATCH_INITIAL", "--text", "early"])
+        let (helper, window) = try startSelectionHelperReportingWindow(
+            display: display, ["own", "--prefix", "_T_WATCH_INITIAL", "--text", "early"])
         let reader = try SelectionReader(display: display)
         let holder = try #require(try reader.read("_T_WATCH_INITIAL", target: "UTF8_STRING").value?.owner)
         #expect(holder.window == XWindow(window))

@@ -40,7 +40,8 @@ enum Milliseconds {
         let second = rest / 1000 % 60
         let millisecond = rest % 1000
         let yearText = (0...9999).contains(year) ? padded(year, 4) : String(year)
-        return "\(yearText)-\(padded(month, 2))-\(padded(day, 2))T\(padded(hour, 2)):\(padded(minute, 2)):\(padded(second, 2)).\(padded(millisecond, 3))Z"
+        return
+            "\(yearText)-\(padded(month, 2))-\(padded(day, 2))T\(padded(hour, 2)):\(padded(minute, 2)):\(padded(second, 2)).\(padded(millisecond, 3))Z"
     }
 
     private static func padded(_ value: Int64, _ width: Int) -> String {

@@ -22,7 +22,8 @@ func quoted(_ text: String, limit: Int = 80) -> String {
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
                 || scalar.properties.generalCategory == .format
                 || scalar.properties.generalCategory == .lineSeparator
-                || scalar.properties.generalCategory == .paragraphSeparator {
+                || scalar.properties.generalCategory == .paragraphSeparator
+            {
                 body += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 body.unicodeScalars.append(scalar)

@@ -37,7 +37,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// exact bytes: case is not folded.
     public static let hostingPrefixes: [String] = [
         "com.github", "com.gitlab", "io.frama", "io.github", "io.gitlab", "io.sourceforge", "net.sourceforge",
-        "org.codeberg", "org.framagit", "org.freedesktop", "org.gnome", "org.kde", "page.codeberg",
+        "org.codeberg", "org.framagit", "org.freedesktop", "org.gnome", "org.kde", "page.codeberg"
     ]
 
     /// Validates an application id and works out its vendor.
@@ -182,7 +182,8 @@ public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible 
         case .empty:
             why = "it is empty"
         case .tooLong(let length):
-            why = "it is \(length) bytes long, over the \(AppIdentity.maximumLength)-byte limit "
+            why =
+                "it is \(length) bytes long, over the \(AppIdentity.maximumLength)-byte limit "
                 + "(the longest file name made from it, <name>.json.corrupt-<ms>-<n>, must fit in 255 bytes)"
         case .tooFewElements:
             why = "it has a single element and needs at least two separated by \".\""

@@ -186,7 +186,8 @@ public struct IdentifierError: Error, Sendable, Hashable, CustomStringConvertibl
         case .wrongLength(let length):
             return "\(quoted(text)) is not an identifier: it has \(length) characters, expected 40 lowercase hex digits"
         case .invalidCharacter(let offset):
-            return "\(quoted(text)) is not an identifier: character \(offset + 1) is not one of 0-9 a-f (identifiers are 40 lowercase hex digits)"
+            return
+                "\(quoted(text)) is not an identifier: character \(offset + 1) is not one of 0-9 a-f (identifiers are 40 lowercase hex digits)"
         }
     }
 }

@@ -84,8 +84,9 @@ extension SlotRecord {
         let optOut = try boolean(fields, "optOut")
         guard optOut == id.isOptedOut else { throw RecordError(.optOutMismatch(optOut: optOut)) }
 
-        return SlotRecord(version: currentVersion, id: id, app: app, vendor: vendor,
-                          born: born, written: written, optOut: optOut)
+        return SlotRecord(
+            version: currentVersion, id: id, app: app, vendor: vendor,
+            born: born, written: written, optOut: optOut)
     }
 
     /// The record, if `data` is exactly what `encoded()` writes for a record
@@ -100,21 +101,25 @@ extension SlotRecord {
         data.withUnsafeBytes { raw -> SlotRecord? in
             var scanner = CanonicalScanner(bytes: raw)
             guard scanner.take("{\"app\":"), let app = scanner.string(),
-                  scanner.take(",\"born\":"), let born = scanner.integer(),
-                  scanner.take(",\"id\":"), let idText = scanner.string(),
-                  scanner.take(",\"optOut\":"), let optOut = scanner.boolean(),
-                  scanner.take(",\"v\":"), let version = scanner.integer(),
-                  scanner.take(",\"vendor\":"), let vendor = scanner.string(),
-                  scanner.take(",\"written\":"), let written = scanner.integer(),
-                  scanner.take("}"), scanner.isAtEnd else { return nil }
+                scanner.take(",\"born\":"), let born = scanner.integer(),
+                scanner.take(",\"id\":"), let idText = scanner.string(),
+                scanner.take(",\"optOut\":"), let optOut = scanner.boolean(),
+                scanner.take(",\"v\":"), let version = scanner.integer(),
+                scanner.take(",\"vendor\":"), let vendor = scanner.string(),
+                scanner.take(",\"written\":"), let written = scanner.integer(),
+                scanner.take("}"), scanner.isAtEnd
+            else { return nil }
             guard version == Int64(currentVersion), let id = try? Identifier(parsing: idText),
-                  AppIdentity.isValid(app), AppIdentity.isValid(vendor) else { return nil }
+                AppIdentity.isValid(app), AppIdentity.isValid(vendor)
+            else { return nil }
             let latest = Milliseconds.since1970(now).addingReportingOverflow(futureTolerance)
             let latestTime = latest.overflow ? Int64.max : latest.partialValue
             guard born >= earliestTime, written >= earliestTime, born <= latestTime, written <= latestTime,
-                  optOut == id.isOptedOut else { return nil }
-            return SlotRecord(version: currentVersion, id: id, app: app, vendor: vendor,
-                              born: born, written: written, optOut: optOut)
+                optOut == id.isOptedOut
+            else { return nil }
+            return SlotRecord(
+                version: currentVersion, id: id, app: app, vendor: vendor,
+                born: born, written: written, optOut: optOut)
         }
     }
 
@@ -228,9 +233,15 @@ struct RecordJSONParser {
         case UInt8(ascii: "["): return try array(depth: depth + 1)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
-        case UInt8(ascii: "t"): try literal("true"); return .boolean(true)
-        case UInt8(ascii: "f"): try literal("false"); return .boolean(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .boolean(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .boolean(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         default: throw unexpected("where a value belongs")
         }
     }
@@ -349,17 +360,18 @@ struct RecordJSONParser {
         let start = position
         position += 1
         guard position < bytes.count else { throw unexpected("inside a string") }
-        let simple: UInt8? = switch bytes[position] {
-        case UInt8(ascii: "\""): UInt8(ascii: "\"")
-        case UInt8(ascii: "\\"): UInt8(ascii: "\\")
-        case UInt8(ascii: "/"): UInt8(ascii: "/")
-        case UInt8(ascii: "b"): 0x08
-        case UInt8(ascii: "f"): 0x0C
-        case UInt8(ascii: "n"): 0x0A
-        case UInt8(ascii: "r"): 0x0D
-        case UInt8(ascii: "t"): 0x09
-        default: nil
-        }
+        let simple: UInt8? =
+            switch bytes[position] {
+            case UInt8(ascii: "\""): UInt8(ascii: "\"")
+            case UInt8(ascii: "\\"): UInt8(ascii: "\\")
+            case UInt8(ascii: "/"): UInt8(ascii: "/")
+            case UInt8(ascii: "b"): 0x08
+            case UInt8(ascii: "f"): 0x0C
+            case UInt8(ascii: "n"): 0x0A
+            case UInt8(ascii: "r"): 0x0D
+            case UInt8(ascii: "t"): 0x09
+            default: nil
+            }
         if let simple {
             text.append(simple)
             position += 1
@@ -373,7 +385,8 @@ struct RecordJSONParser {
         case 0xD800...0xDBFF:
             // A high surrogate stands for a character only with the low one right after it.
             guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
-                  bytes[position + 1] == UInt8(ascii: "u") else { throw RecordError(.invalidEscape(offset: start)) }
+                bytes[position + 1] == UInt8(ascii: "u")
+            else { throw RecordError(.invalidEscape(offset: start)) }
             position += 2
             let low = try hexUnit(escapeAt: start)
             guard (0xDC00...0xDFFF).contains(low) else { throw RecordError(.invalidEscape(offset: start)) }
@@ -449,8 +462,10 @@ struct RecordJSONParser {
         for byte in bytes[integerStart..<integerEnd] {
             let digit = Int64(byte - UInt8(ascii: "0"))
             let shifted = value.multipliedReportingOverflow(by: 10)
-            let added = negative ? shifted.partialValue.subtractingReportingOverflow(digit)
-                                 : shifted.partialValue.addingReportingOverflow(digit)
+            let added =
+                negative
+                ? shifted.partialValue.subtractingReportingOverflow(digit)
+                : shifted.partialValue.addingReportingOverflow(digit)
             guard !shifted.overflow, !added.overflow else { return .outOfRange }
             value = added.partialValue
         }
@@ -553,7 +568,7 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         "too-large", "invalid-utf8", "byte-order-mark", "control-character", "invalid-escape", "trailing-comma",
         "duplicate-key", "too-deep", "malformed-json", "not-an-object", "missing-field", "wrong-type",
         "not-whole-number", "out-of-range", "unsupported-version", "invalid-id", "invalid-app", "invalid-vendor",
-        "too-old", "in-future", "opt-out-mismatch",
+        "too-old", "in-future", "opt-out-mismatch"
     ]
 
     /// "record rejected: " and what is wrong, naming the field and the value.
@@ -570,7 +585,8 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case .byteOrderMark:
             return "it starts with a byte order mark, which no writer of this format emits"
         case .controlCharacter(let offset):
-            return "raw control character at offset \(offset) (JSON allows only space, tab, LF and CR between tokens, and none inside strings)"
+            return
+                "raw control character at offset \(offset) (JSON allows only space, tab, LF and CR between tokens, and none inside strings)"
         case .invalidEscape(let offset):
             return "invalid escape at offset \(offset) (an unknown escape, bad \\u digits or an unpaired surrogate)"
         case .trailingComma(let offset):
@@ -600,7 +616,8 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooOld(let field, let milliseconds):
             return "\(field) \(Milliseconds.iso8601(milliseconds)) is before 2010-01-01"
         case .inFuture(let field, let milliseconds, let now):
-            return "\(field) \(Milliseconds.iso8601(milliseconds)) is more than 24 h after the reader's clock (\(Milliseconds.iso8601(now)))"
+            return
+                "\(field) \(Milliseconds.iso8601(milliseconds)) is more than 24 h after the reader's clock (\(Milliseconds.iso8601(now)))"
         case .optOutMismatch(let optOut):
             return optOut
                 ? "optOut is true but id is not all zeros"
@@ -649,7 +666,8 @@ private struct CanonicalScanner {
         while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
             let digit = Int64(bytes[index] - UInt8(ascii: "0"))
             let shifted = value.multipliedReportingOverflow(by: 10)
-            let added = negative ? shifted.partialValue.subtractingReportingOverflow(digit) : shifted.partialValue.addingReportingOverflow(digit)
+            let added =
+                negative ? shifted.partialValue.subtractingReportingOverflow(digit) : shifted.partialValue.addingReportingOverflow(digit)
             guard !shifted.overflow, !added.overflow else { return nil }
             value = added.partialValue
             index += 1

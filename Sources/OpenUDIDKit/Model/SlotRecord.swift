@@ -46,8 +46,10 @@ public struct SlotRecord: Sendable, Hashable {
     ///
     /// `parse(_:now:)` is where records are validated; a record built here
     /// with fields it would reject encodes fine but will be rejected by every reader.
-    public init(version: Int = SlotRecord.currentVersion, id: Identifier, app: String, vendor: String,
-                born: Int64, written: Int64, optOut: Bool) {
+    public init(
+        version: Int = SlotRecord.currentVersion, id: Identifier, app: String, vendor: String,
+        born: Int64, written: Int64, optOut: Bool
+    ) {
         self.version = version
         self.id = id
         self.app = app

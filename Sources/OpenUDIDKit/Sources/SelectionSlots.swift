@@ -29,7 +29,8 @@ struct SelectionSlots: Sendable {
 
     func index(of name: SelectionName) -> Int? {
         guard name.rawValue.hasPrefix(prefix), let index = Int(name.rawValue.dropFirst(prefix.count)),
-              (0..<count).contains(index) else { return nil }
+            (0..<count).contains(index)
+        else { return nil }
         return index
     }
 
@@ -38,7 +39,7 @@ struct SelectionSlots: Sendable {
         let bytes = Array(record.encoded())
         return [
             SelectionPayload(target: recordTarget, type: recordTarget, bytes: bytes),
-            SelectionPayload(target: "UTF8_STRING", type: "UTF8_STRING", bytes: bytes),
+            SelectionPayload(target: "UTF8_STRING", type: "UTF8_STRING", bytes: bytes)
         ]
     }
 
@@ -59,7 +60,8 @@ struct SelectionSlots: Sendable {
         let refused = outcomes.filter { if case .refused = $0.value { return true } else { return false } }.map(\.key)
         let remaining = deadline - (ContinuousClock.now - started)
         if !refused.isEmpty, remaining > .milliseconds(10) {
-            let retry = try reader.read(refused, target: "UTF8_STRING", options: .init(deadline: remaining, maxBytes: SlotRecord.maximumSize))
+            let retry = try reader.read(
+                refused, target: "UTF8_STRING", options: .init(deadline: remaining, maxBytes: SlotRecord.maximumSize))
             outcomes.merge(retry) { _, new in new }
         }
         var readings: [Reading] = []
@@ -71,27 +73,50 @@ struct SelectionSlots: Sendable {
                 continue
             case .value(let value):
                 let holder = value.owner
-                let where_ = "\(place) (\(holder))"
+                let location = "\(place) (\(holder))"
                 guard value.format == 8, Self.textTypes.contains(value.type) else {
-                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, "served type \(value.type) format \(value.format), not 8-bit text", code: "wrong-type"))))
+                    readings.append(
+                        Reading(
+                            index: index, holder: holder,
+                            result: .failure(
+                                Rejection(location, "served type \(value.type) format \(value.format), not 8-bit text", code: "wrong-type"))
+                        ))
                     continue
                 }
                 do {
                     let record = try SlotRecord.parse(Data(value.bytes), now: now)
                     readings.append(Reading(index: index, holder: holder, result: .success(record)))
                 } catch {
-                    readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(where_, error.description, code: error.token))))
+                    readings.append(
+                        Reading(index: index, holder: holder, result: .failure(Rejection(location, error.description, code: error.token))))
                 }
             case .refused(let holder):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "the owner refused to give a record", code: "refused"))))
+                readings.append(
+                    Reading(
+                        index: index, holder: holder,
+                        result: .failure(Rejection(place, "the owner refused to give a record", code: "refused"))))
             case .timedOut(let holder):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "no answer within \(deadline)", code: "no-answer"))))
+                readings.append(
+                    Reading(
+                        index: index, holder: holder, result: .failure(Rejection(place, "no answer within \(deadline)", code: "no-answer")))
+                )
             case .tooLarge(let holder, let bytes):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap", code: "too-large"))))
+                readings.append(
+                    Reading(
+                        index: index, holder: holder,
+                        result: .failure(
+                            Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap", code: "too-large")))
+                )
             case .malformed(let holder, let reason):
                 readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, reason))))
             case .ownerChanged(let holder):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, "the slot changed owner while it was read, so whose answer it was is not known", code: "owner-changed"))))
+                readings.append(
+                    Reading(
+                        index: index, holder: holder,
+                        result: .failure(
+                            Rejection(
+                                place, "the slot changed owner while it was read, so whose answer it was is not known",
+                                code: "owner-changed"))))
             }
         }
         return readings.sorted { $0.index < $1.index }

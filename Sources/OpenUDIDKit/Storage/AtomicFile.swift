@@ -49,8 +49,10 @@ enum AtomicFile {
             case .failure(let error) where error.code == ENOENT:
                 return .success(false)
             case .failure(let error) where error.code == ENOTDIR:
-                return .failure(StoreUnavailable(.unsafePath,
-                    "cannot use \(path): a component of the path is not a directory; remove or rename it"))
+                return .failure(
+                    StoreUnavailable(
+                        .unsafePath,
+                        "cannot use \(path): a component of the path is not a directory; remove or rename it"))
             case .failure(let error):
                 return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))"))
             case .success(let info) where POSIX.isSymbolicLink(info):
@@ -65,7 +67,9 @@ enum AtomicFile {
     }
 
     private static func linkedDirectory(_ directory: String, path: String) -> StoreUnavailable {
-        StoreUnavailable(.unsafePath, """
+        StoreUnavailable(
+            .unsafePath,
+            """
             cannot use \(path): \(directory) is a symbolic link; OpenUDID never follows links inside its own \
             directories; replace the link with a real directory
             """)
@@ -98,11 +102,15 @@ enum AtomicFile {
             case ENOENT:
                 return .absent
             case ELOOP:
-                return .unavailable(StoreUnavailable(.unsafePath,
-                    "\(path) is a symbolic link; OpenUDID never follows links to its files; remove the link"))
+                return .unavailable(
+                    StoreUnavailable(
+                        .unsafePath,
+                        "\(path) is a symbolic link; OpenUDID never follows links to its files; remove the link"))
             case ENOTDIR:
-                return .unavailable(StoreUnavailable(.unsafePath,
-                    "cannot read \(path): a component of the path is not a directory; remove or rename it"))
+                return .unavailable(
+                    StoreUnavailable(
+                        .unsafePath,
+                        "cannot read \(path): a component of the path is not a directory; remove or rename it"))
             default:
                 return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))"))
             }
@@ -114,8 +122,10 @@ enum AtomicFile {
             return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
         }
         guard POSIX.isRegularFile(info) else {
-            return .unavailable(StoreUnavailable(.unsafePath,
-                "\(path) is not a regular file (a directory, FIFO, socket or device stands there); remove it"))
+            return .unavailable(
+                StoreUnavailable(
+                    .unsafePath,
+                    "\(path) is not a regular file (a directory, FIFO, socket or device stands there); remove it"))
         }
         guard info.st_size <= limit else {
             return .unavailable(oversized(path, size: Int(info.st_size), limit: limit))
@@ -139,7 +149,9 @@ enum AtomicFile {
     }
 
     private static func oversized(_ path: String, size: Int, limit: Int) -> StoreUnavailable {
-        StoreUnavailable(.corrupt, """
+        StoreUnavailable(
+            .corrupt,
+            """
             \(path) is \(size) bytes, over the \(limit)-byte cap; it is not read, and the app that owns it \
             moves it aside (as \(split(path).name).corrupt-<milliseconds>) before writing its record again
             """)
@@ -165,7 +177,8 @@ enum AtomicFile {
         switch POSIX.linkStatus(path) {
         case .success(let info) where !POSIX.isRegularFile(info):
             let what = POSIX.isSymbolicLink(info) ? "a symbolic link" : "something other than a regular file"
-            throw StoreUnavailable(.unsafePath,
+            throw StoreUnavailable(
+                .unsafePath,
                 "cannot write \(path): \(what) stands there; OpenUDID never writes through or removes it; remove it by hand")
         case .success:
             break
@@ -212,7 +225,8 @@ enum AtomicFile {
         case .failure(let error):
             throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))")
         case .success(let info) where !POSIX.isRegularFile(info):
-            throw StoreUnavailable(.unsafePath,
+            throw StoreUnavailable(
+                .unsafePath,
                 "cannot remove \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
         case .success:
             guard unlink(path) == 0 || errno == ENOENT else {
@@ -243,7 +257,8 @@ enum AtomicFile {
         case .failure(let error):
             throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))")
         case .success(let info) where !POSIX.isRegularFile(info):
-            throw StoreUnavailable(.unsafePath,
+            throw StoreUnavailable(
+                .unsafePath,
                 "cannot quarantine \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
         case .success:
             break
@@ -363,7 +378,8 @@ enum AtomicFile {
             guard name.hasPrefix(temporaryPrefix) else { continue }
             var info = stat()
             guard fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0, POSIX.isRegularFile(info),
-                  now - info.st_mtim.tv_sec > staleTemporaryAge else { continue }
+                now - info.st_mtim.tv_sec > staleTemporaryAge
+            else { continue }
             stale.append(name)
         }
         for name in stale { unlinkat(dirfd(stream), name, 0) }

@@ -45,8 +45,10 @@ final class FileLock {
     ///   - now: The time for the name of a file moved aside.
     /// - Returns: The held lock, or why it could not be taken: `.timedOut` when
     ///   another holder kept it for `wait`, `.unusable` when the file cannot be used.
-    static func acquire(_ path: String, waitingAtMost wait: Duration, below root: String? = nil,
-                        now: Date = Date()) -> Result<FileLock, Failure> {
+    static func acquire(
+        _ path: String, waitingAtMost wait: Duration, below root: String? = nil,
+        now: Date = Date()
+    ) -> Result<FileLock, Failure> {
         do {
             try AtomicFile.makeDirectories(AtomicFile.split(path).directory, for: path, below: root)
         } catch {
@@ -77,10 +79,13 @@ final class FileLock {
                 return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): \(lastProblem), and \(problem)"))
             }
         }
-        return .failure(Failure(kind: .unusable, message: """
-            cannot use the lock \(path): \(lastProblem) again after it was moved aside \(attempts) times; \
-            another process keeps replacing it
-            """))
+        return .failure(
+            Failure(
+                kind: .unusable,
+                message: """
+                    cannot use the lock \(path): \(lastProblem) again after it was moved aside \(attempts) times; \
+                    another process keeps replacing it
+                    """))
     }
 
     private static func lock(_ descriptor: Int32, path: String, waitingAtMost wait: Duration) -> Result<FileLock, Failure> {
@@ -93,10 +98,13 @@ final class FileLock {
             }
             guard ContinuousClock.now < deadline else {
                 close(descriptor)
-                return .failure(Failure(kind: .timedOut, message: """
-                    another app held the lock \(path) for \(seconds(wait)); \
-                    this app went on without it, so apps starting at once may generate different identifiers
-                    """))
+                return .failure(
+                    Failure(
+                        kind: .timedOut,
+                        message: """
+                            another app held the lock \(path) for \(seconds(wait)); \
+                            this app went on without it, so apps starting at once may generate different identifiers
+                            """))
             }
             usleep(2_000)
         }

@@ -115,8 +115,9 @@ package struct FileSlotStore: Sendable, Hashable {
         package var report: String? {
             var parts: [String] = []
             if !invalidNames.isEmpty {
-                parts.append("ignored \(invalidNames.count == 100 ? "100 or more" : String(invalidNames.count)) "
-                    + "file(s) not named for a valid app id, such as \(quoted(invalidNames[0]))")
+                parts.append(
+                    "ignored \(invalidNames.count == 100 ? "100 or more" : String(invalidNames.count)) "
+                        + "file(s) not named for a valid app id, such as \(quoted(invalidNames[0]))")
             }
             if omitted > 0 { parts.append("left out \(omitted) slot file(s) over the limit") }
             if scanStopped { parts.append("stopped after \(FileSlotStore.scanLimit) directory entries") }
@@ -158,7 +159,8 @@ package struct FileSlotStore: Sendable, Hashable {
             case ENOENT:
                 return .empty
             case ELOOP, ENOTDIR:
-                throw StoreUnavailable(.unsafePath,
+                throw StoreUnavailable(
+                    .unsafePath,
                     "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
             default:
                 throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
@@ -191,7 +193,9 @@ package struct FileSlotStore: Sendable, Hashable {
             let stem = String(name.dropLast(5))
             if AppIdentity.isValid(stem) {
                 apps.append(stem)
-            } else if invalid.count < 100 || name.utf8.lexicographicallyPrecedes(invalid.max(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })!.utf8) {
+            } else if invalid.count < 100
+                || name.utf8.lexicographicallyPrecedes(invalid.max(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })!.utf8)
+            {
                 invalid.append(name)
                 if invalid.count > 100 {
                     invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -203,9 +207,12 @@ package struct FileSlotStore: Sendable, Hashable {
         apps.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         func read(_ app: String) -> Entry {
-            Entry(app: app, content: AtomicFile.read(in: dirfd(stream), name: app + ".json",
-                                                     path: directory + "/" + app + ".json",
-                                                     limit: SlotRecord.maximumSize))
+            Entry(
+                app: app,
+                content: AtomicFile.read(
+                    in: dirfd(stream), name: app + ".json",
+                    path: directory + "/" + app + ".json",
+                    limit: SlotRecord.maximumSize))
         }
         var entries: [Entry] = []
         var valid = 0

@@ -72,8 +72,10 @@ package struct LocalCache: Sendable, Hashable {
                 return .unavailable(StoreUnavailable(.corrupt, "\(path): \(error.description)"))
             }
             guard record.app == app.id else {
-                return .unavailable(StoreUnavailable(.corrupt,
-                    "\(path) holds a record of \(quoted(record.app)), not of \(quoted(app.id))"))
+                return .unavailable(
+                    StoreUnavailable(
+                        .corrupt,
+                        "\(path) holds a record of \(quoted(record.app)), not of \(quoted(app.id))"))
             }
             return record.optOut ? .optedOut(record) : .identifier(record)
         }

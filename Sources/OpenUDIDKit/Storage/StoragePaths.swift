@@ -32,8 +32,10 @@ package struct StoragePaths: Sendable, Hashable {
     ///   - environment: The variables to read; by default this process's.
     ///   - namespace: 1 to 64 characters from `A-Z a-z 0-9 _ -`, not starting with `-`; `nil` for real use.
     /// - Throws: `StoragePathsError` when no absolute home can be found or the namespace is invalid.
-    package init(environment: [String: String] = ProcessInfo.processInfo.environment,
-                namespace: String? = nil) throws(StoragePathsError) {
+    package init(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        namespace: String? = nil
+    ) throws(StoragePathsError) {
         if let namespace, !Self.isValidNamespace(namespace) {
             throw StoragePathsError(.invalidNamespace(namespace))
         }
@@ -98,7 +100,8 @@ package struct StoragePaths: Sendable, Hashable {
         return bytes.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
             default: false
             }
         }

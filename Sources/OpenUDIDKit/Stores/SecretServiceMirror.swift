@@ -208,7 +208,7 @@ extension SecretServiceMirror {
         return bytes.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
                 true
             default:
                 false
@@ -232,10 +232,15 @@ extension SecretServiceMirror {
     ) -> (result: Result<T, StoreUnavailable>, timedOut: Bool) {
         if let vendor, !Self.isValidVendor(vendor) {
             let shown = vendor.count > 64 ? String(vendor.prefix(64)) + "…" : vendor
-            return (.failure(StoreUnavailable(.serviceError, """
-                secret-service: refusing vendor "\(shown)": a vendor is 1 to 255 characters \
-                from A-Z a-z 0-9 . _ - and does not start with "."
-                """)), false)
+            return (
+                .failure(
+                    StoreUnavailable(
+                        .serviceError,
+                        """
+                        secret-service: refusing vendor "\(shown)": a vendor is 1 to 255 characters \
+                        from A-Z a-z 0-9 . _ - and does not start with "."
+                        """)), false
+            )
         }
         let address: String
         switch Self.resolveBusAddress(busAddress) {
@@ -259,8 +264,9 @@ extension SecretServiceMirror {
 
         let result: Result<T, StoreUnavailable>
         do throws(StoreUnavailable) {
-            let call = try SecretServiceCall(address: address, operation: operation, vendor: vendor ?? "",
-                                             namespace: namespace ?? "", timer: timer)
+            let call = try SecretServiceCall(
+                address: address, operation: operation, vendor: vendor ?? "",
+                namespace: namespace ?? "", timer: timer)
             defer { call.close() }
             result = .success(try body(call))
         } catch {
@@ -284,10 +290,13 @@ extension SecretServiceMirror {
                 return .success("unix:path=" + socket)
             }
         }
-        return .failure(StoreUnavailable(.notRunning, """
-            secret-service: no session bus: DBUS_SESSION_BUS_ADDRESS is not set and \
-            $XDG_RUNTIME_DIR/bus does not exist; run inside a desktop session or under dbus-run-session
-            """))
+        return .failure(
+            StoreUnavailable(
+                .notRunning,
+                """
+                secret-service: no session bus: DBUS_SESSION_BUS_ADDRESS is not set and \
+                $XDG_RUNTIME_DIR/bus does not exist; run inside a desktop session or under dbus-run-session
+                """))
     }
 }
 
@@ -379,8 +388,9 @@ private final class SecretServiceCall {
         let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)
         // The value is the attribute type; SECRET_SCHEMA_ATTRIBUTE_STRING is 0, a null pointer.
         for attribute in [SecretServiceMirror.vendorAttribute, SecretServiceMirror.namespaceAttribute] {
-            g_hash_table_insert(types, g_strdup(attribute),
-                                UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+            g_hash_table_insert(
+                types, g_strdup(attribute),
+                UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
         }
         // SECRET_SCHEMA_NONE (not DONT_MATCH_NAME): searches also match xdg:schema.
         let schema = secret_schema_newv(SecretServiceMirror.schemaName, SECRET_SCHEMA_NONE, types)!
@@ -458,8 +468,9 @@ private final class SecretServiceCall {
             throw Self.failure(error, timer: timer, operation: operation)
         }
         guard let value = secret_item_get_secret(item.pointer) else {
-            throw StoreUnavailable(.serviceError,
-                                   "secret-service: the Secret Service returned no secret while \(operation)")
+            throw StoreUnavailable(
+                .serviceError,
+                "secret-service: the Secret Service returned no secret while \(operation)")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length: gsize = 0
@@ -470,18 +481,23 @@ private final class SecretServiceCall {
     /// The object path of the default collection, if it exists and is unlocked.
     func usableDefaultCollection() throws(StoreUnavailable) -> String {
         var error: UnsafeMutablePointer<GError>?
-        let collection = secret_collection_for_alias_sync(service, "default", SECRET_COLLECTION_NONE,
-                                                          timer.cancellable, &error)
+        let collection = secret_collection_for_alias_sync(
+            service, "default", SECRET_COLLECTION_NONE,
+            timer.cancellable, &error)
         if let error { throw Self.failure(error, timer: timer, operation: operation) }
         guard let collection else {
-            throw StoreUnavailable(.serviceError, """
+            throw StoreUnavailable(
+                .serviceError,
+                """
                 secret-service: the Secret Service has no default collection (no login keyring \
                 was ever created), found while \(operation); create one, for example in Passwords and Keys
                 """)
         }
         owned.append(UnsafeMutableRawPointer(collection))
         if secret_collection_get_locked(collection) != 0 {
-            throw StoreUnavailable(.locked, """
+            throw StoreUnavailable(
+                .locked,
+                """
                 secret-service: the default Secret Service collection is locked, found while \
                 \(operation); unlock the keyring (logging in to the desktop usually does) and try again
                 """)
@@ -500,9 +516,10 @@ private final class SecretServiceCall {
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
-        let stored = secret_service_store_sync(service, schema, attributes, collectionPath,
-                                               SecretServiceMirror.label(vendor: vendor), value,
-                                               timer.cancellable, &error)
+        let stored = secret_service_store_sync(
+            service, schema, attributes, collectionPath,
+            SecretServiceMirror.label(vendor: vendor), value,
+            timer.cancellable, &error)
         if stored == 0 { throw Self.failure(error, timer: timer, operation: operation) }
     }
 
@@ -516,7 +533,9 @@ private final class SecretServiceCall {
     }
 
     func lockedItem() -> StoreUnavailable {
-        StoreUnavailable(.locked, """
+        StoreUnavailable(
+            .locked,
+            """
             secret-service: the Secret Service item of \(vendor) is locked, found while \(operation); \
             unlock the keyring (logging in to the desktop usually does) and try again
             """)
@@ -524,21 +543,27 @@ private final class SecretServiceCall {
 
     // MARK: Errors
 
-    private static func connectFailure(_ error: UnsafeMutablePointer<GError>?, address: String,
-                                       timer: DeadlineTimer, operation: String) -> StoreUnavailable {
+    private static func connectFailure(
+        _ error: UnsafeMutablePointer<GError>?, address: String,
+        timer: DeadlineTimer, operation: String
+    ) -> StoreUnavailable {
         if timer.fired { return timeout(timer: timer, operation: operation, error) }
         let message = take(error)
-        return StoreUnavailable(.notRunning,
-                                "secret-service: cannot connect to the session bus at \(address): \(message)")
+        return StoreUnavailable(
+            .notRunning,
+            "secret-service: cannot connect to the session bus at \(address): \(message)")
     }
 
     /// Classifies and frees a GError.
-    private static func failure(_ error: UnsafeMutablePointer<GError>?, timer: DeadlineTimer,
-                                operation: String) -> StoreUnavailable {
+    private static func failure(
+        _ error: UnsafeMutablePointer<GError>?, timer: DeadlineTimer,
+        operation: String
+    ) -> StoreUnavailable {
         if timer.fired { return timeout(timer: timer, operation: operation, error) }
         guard let error else {
-            return StoreUnavailable(.serviceError,
-                                    "secret-service: the Secret Service failed without saying why while \(operation)")
+            return StoreUnavailable(
+                .serviceError,
+                "secret-service: the Secret Service failed without saying why while \(operation)")
         }
         let domain = error.pointee.domain
         let code = error.pointee.code
@@ -552,34 +577,44 @@ private final class SecretServiceCall {
                 || remote == "org.freedesktop.DBus.Error." + name
         }
         if isDBus(G_DBUS_ERROR_SERVICE_UNKNOWN, "ServiceUnknown") || isDBus(G_DBUS_ERROR_NAME_HAS_NO_OWNER, "NameHasNoOwner") {
-            return StoreUnavailable(.notRunning, """
+            return StoreUnavailable(
+                .notRunning,
+                """
                 secret-service: no Secret Service on the session bus while \(operation) (\(message)); \
                 start gnome-keyring, KeePassXC or another Secret Service provider
                 """)
         }
         if (domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
-            || remote == "org.freedesktop.Secret.Error.IsLocked" {
-            return StoreUnavailable(.locked, """
+            || remote == "org.freedesktop.Secret.Error.IsLocked"
+        {
+            return StoreUnavailable(
+                .locked,
+                """
                 secret-service: locked while \(operation) (\(message)); \
                 unlock the keyring (logging in to the desktop usually does) and try again
                 """)
         }
         if isDBus(G_DBUS_ERROR_NO_REPLY, "NoReply") {
-            return StoreUnavailable(.serviceError,
-                                    "secret-service: the Secret Service went away while \(operation): \(message)")
+            return StoreUnavailable(
+                .serviceError,
+                "secret-service: the Secret Service went away while \(operation): \(message)")
         }
         if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CLOSED.rawValue) {
-            return StoreUnavailable(.serviceError,
-                                    "secret-service: the session bus closed the connection while \(operation): \(message)")
+            return StoreUnavailable(
+                .serviceError,
+                "secret-service: the session bus closed the connection while \(operation): \(message)")
         }
         return StoreUnavailable(.serviceError, "secret-service: Secret Service error while \(operation): \(message)")
     }
 
-    private static func timeout(timer: DeadlineTimer, operation: String,
-                                _ error: UnsafeMutablePointer<GError>?) -> StoreUnavailable {
+    private static func timeout(
+        timer: DeadlineTimer, operation: String,
+        _ error: UnsafeMutablePointer<GError>?
+    ) -> StoreUnavailable {
         _ = take(error)
-        return StoreUnavailable(.serviceError,
-                                "secret-service: Secret Service did not answer within \(timer.description) while \(operation)")
+        return StoreUnavailable(
+            .serviceError,
+            "secret-service: Secret Service did not answer within \(timer.description) while \(operation)")
     }
 
     /// The message of a GError, which is then freed.

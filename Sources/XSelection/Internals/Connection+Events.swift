@@ -31,8 +31,10 @@ extension Connection {
     /// - Returns: The reply (free it with `free`), or nil when the server
     ///   answered with an error.
     /// - Throws: `timedOut` at `deadline`, `connectionLost` when the server is gone.
-    func reply(to sequence: UInt32, deadline: ContinuousClock.Instant, what: String,
-               event: (UnsafeMutablePointer<xcb_generic_event_t>) -> Void) throws(XSelectionError) -> UnsafeMutableRawPointer? {
+    func reply(
+        to sequence: UInt32, deadline: ContinuousClock.Instant, what: String,
+        event: (UnsafeMutablePointer<xcb_generic_event_t>) -> Void
+    ) throws(XSelectionError) -> UnsafeMutableRawPointer? {
         xcb_flush(xcb)
         while true {
             try checkAlive()

@@ -103,7 +103,9 @@ final class Connection {
                 free(reply)
             }
             try checkAlive()
-            guard !result.contains(0) else { throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms") }
+            guard !result.contains(0) else {
+                throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms")
+            }
             for (atomName, atom) in zip(missing, result) {
                 atomsByName[atomName] = atom
                 namesByAtom[atom] = atomName

@@ -101,8 +101,9 @@ enum ErrorTrap {
     private static let errorHandler: XErrorHandler = { display, event in
         guard let display, let event else { return 0 }
         let key = UInt(bitPattern: display)
-        let record = ProtocolErrorRecord(serial: UInt(event.pointee.serial), code: event.pointee.error_code,
-                                         request: event.pointee.request_code, resource: UInt(event.pointee.resourceid))
+        let record = ProtocolErrorRecord(
+            serial: UInt(event.pointee.serial), code: event.pointee.error_code,
+            request: event.pointee.request_code, resource: UInt(event.pointee.resourceid))
         let previous: XErrorHandler? = ErrorTrap.registry.withLock { registry in
             guard registry.displays[key] != nil else { return registry.previousErrorHandler }
             if registry.displays[key]!.errors.count >= ErrorTrap.errorCap {

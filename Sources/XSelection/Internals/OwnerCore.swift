@@ -87,8 +87,10 @@ final class OwnerCore {
     // Atoms every owner needs.
     private let targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom: UInt
 
-    init(display: String?, options: SelectionOwner.Options, events: AsyncStream<SelectionOwner.Event>.Continuation,
-         shared: OwnerShared) throws(XSelectionError) {
+    init(
+        display: String?, options: SelectionOwner.Options, events: AsyncStream<SelectionOwner.Event>.Continuation,
+        shared: OwnerShared
+    ) throws(XSelectionError) {
         connection = try Connection(name: display)
         let atoms = try connection.atoms(["TARGETS", "TIMESTAMP", "MULTIPLE", "INCR", "ATOM_PAIR"])
         (targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom) = (atoms[0], atoms[1], atoms[2], atoms[3], atoms[4])
@@ -158,7 +160,9 @@ final class OwnerCore {
             if stash.isEmpty, let queued = connection.pollQueuedEvent() {
                 setAside(queued)
             }
-            let wake = !stash.isEmpty ? ContinuousClock.now
+            let wake =
+                !stash.isEmpty
+                ? ContinuousClock.now
                 : (transfers.values.map(\.deadline) + [catchingUp.map { $0.since + Self.catchUpLimit }].compactMap { $0 }).min()
             let ready = connection.waitReadable(until: wake, extraFD: thread.wakePipe.readFD)
             if ready.extra { thread.runJobs(self) }
@@ -248,20 +252,25 @@ final class OwnerCore {
         case 0:
             let error = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_generic_error_t.self).pointee
             if peerErrors.count >= 1024 { peerErrors.removeFirst(512) }
-            peerErrors.append(ProtocolErrorRecord(serial: UInt(error.full_sequence), code: error.error_code,
-                                                  request: error.major_code, resource: UInt(error.resource_id)))
+            peerErrors.append(
+                ProtocolErrorRecord(
+                    serial: UInt(error.full_sequence), code: error.error_code,
+                    request: error.major_code, resource: UInt(error.resource_id)))
             return nil
         case SelectionRequest:
             let request = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_request_event_t.self).pointee
-            return .request(Request(owner: UInt(request.owner), requestor: UInt(request.requestor), selection: UInt(request.selection),
-                                    target: UInt(request.target), property: UInt(request.property), time: UInt(request.time)))
+            return .request(
+                Request(
+                    owner: UInt(request.owner), requestor: UInt(request.requestor), selection: UInt(request.selection),
+                    target: UInt(request.target), property: UInt(request.property), time: UInt(request.time)))
         case SelectionClear:
             let clear = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_clear_event_t.self).pointee
             return .cleared(selection: UInt(clear.selection), window: UInt(clear.owner))
         case PropertyNotify:
             let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
-            return .propertyChanged(window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
-                                    deleted: Int32(notify.state) == PropertyDelete)
+            return .propertyChanged(
+                window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
+                deleted: Int32(notify.state) == PropertyDelete)
         default:
             return nil
         }
@@ -315,7 +324,8 @@ final class OwnerCore {
     /// to a property of our window causes.
     private func serverTime() throws(XSelectionError) -> UInt {
         let property = try connection.atom("_XSELECTION_TIMESTAMP")
-        xcb_change_property(connection.xcb, UInt8(PropModeAppend), xcb_window_t(window), xcb_atom_t(property), xcb_atom_t(XA_INTEGER), 8, 0, nil)
+        xcb_change_property(
+            connection.xcb, UInt8(PropModeAppend), xcb_window_t(window), xcb_atom_t(property), xcb_atom_t(XA_INTEGER), 8, 0, nil)
         connection.flushRequests()
         unflushed = false
         let deadline = ContinuousClock.now + .seconds(2)
@@ -343,7 +353,9 @@ final class OwnerCore {
 
     // MARK: Claiming
 
-    func claim(_ name: SelectionName, payloads: [SelectionPayload], mode: SelectionOwner.ClaimMode) throws(XSelectionError) -> SelectionOwner.ClaimResult {
+    func claim(_ name: SelectionName, payloads: [SelectionPayload], mode: SelectionOwner.ClaimMode) throws(XSelectionError)
+        -> SelectionOwner.ClaimResult
+    {
         try connection.checkAlive()
         let selection = try connection.atom(name.rawValue)
         let prepared = try prepare(payloads)
@@ -503,8 +515,9 @@ final class OwnerCore {
     }
 
     private func answerMultiple(requestor: UInt, property: UInt, _ selection: Held) -> Bool {
-        let cookie = xcb_get_property(connection.xcb, 0, xcb_window_t(truncatingIfNeeded: requestor), xcb_atom_t(truncatingIfNeeded: property),
-                                      0, 0, 4096)
+        let cookie = xcb_get_property(
+            connection.xcb, 0, xcb_window_t(truncatingIfNeeded: requestor), xcb_atom_t(truncatingIfNeeded: property),
+            0, 0, 4096)
         guard let raw = try? reply(to: cookie.sequence, what: "reading a MULTIPLE request") else { return false }
         defer { free(raw) }
         let reply = raw.assumingMemoryBound(to: xcb_get_property_reply_t.self)
@@ -534,7 +547,10 @@ final class OwnerCore {
             items.reserveCapacity(bytes.count / 4)
             var index = bytes.startIndex
             while index + 3 < bytes.endIndex {
-                let b0 = UInt32(bytes[index]), b1 = UInt32(bytes[index + 1]), b2 = UInt32(bytes[index + 2]), b3 = UInt32(bytes[index + 3])
+                let b0 = UInt32(bytes[index])
+                let b1 = UInt32(bytes[index + 1])
+                let b2 = UInt32(bytes[index + 2])
+                let b3 = UInt32(bytes[index + 3])
                 items.append(b0 | b1 << 8 | b2 << 16 | b3 << 24)
                 index += 4
             }
@@ -563,9 +579,10 @@ final class OwnerCore {
     }
 
     private func changeRaw(_ window: UInt, _ property: UInt, type: UInt, format: Int, count: Int, _ data: UnsafeRawPointer?) {
-        let cookie = xcb_change_property(connection.xcb, UInt8(PropModeReplace), xcb_window_t(truncatingIfNeeded: window),
-                                         xcb_atom_t(truncatingIfNeeded: property), xcb_atom_t(truncatingIfNeeded: type),
-                                         UInt8(format), UInt32(count), data)
+        let cookie = xcb_change_property(
+            connection.xcb, UInt8(PropModeReplace), xcb_window_t(truncatingIfNeeded: window),
+            xcb_atom_t(truncatingIfNeeded: property), xcb_atom_t(truncatingIfNeeded: type),
+            UInt8(format), UInt32(count), data)
         remember(cookie.sequence, window)
         unflushed = true
     }
@@ -643,7 +660,9 @@ final class OwnerCore {
         peerErrors.removeAll(keepingCapacity: true)
         shared.count { $0.peerErrors += errors.count }
         for error in errors {
-            let culprit = error.code == BadWindow ? error.resource
+            let culprit =
+                error.code == BadWindow
+                ? error.resource
                 : recentRequests.last(where: { $0.serial == error.serial })?.requestor
             guard let culprit else { continue }
             for key in transfers.keys where key.requestor == culprit {

@@ -26,9 +26,11 @@ final class ReaderCore {
         incrAtom = try connection.atom("INCR")
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
-        var eventBase: Int32 = 0, errorBase: Int32 = 0
+        var eventBase: Int32 = 0
+        var errorBase: Int32 = 0
         if XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 {
-            var major: Int32 = 5, minor: Int32 = 0
+            var major: Int32 = 5
+            var minor: Int32 = 0
             XFixesQueryVersion(connection.display, &major, &minor)
             fixesEventBase = eventBase
         } else {
@@ -73,7 +75,9 @@ final class ReaderCore {
         return Dictionary(uniqueKeysWithValues: zip(unique, owners))
     }
 
-    func read(_ selections: [SelectionName], target: String, options: SelectionReader.Options) throws(XSelectionError) -> [SelectionName: ReadOutcome] {
+    func read(_ selections: [SelectionName], target: String, options: SelectionReader.Options) throws(XSelectionError) -> [SelectionName:
+        ReadOutcome]
+    {
         try connection.checkAlive()
         let deadline = ContinuousClock.now + options.deadline
         let unique = Array(Set(selections)).sorted()
@@ -161,16 +165,19 @@ final class ReaderCore {
         try connection.checkAlive()
 
         var outcomes: [SelectionName: ReadOutcome] = [:]
-        let typeNames = connection.names(of: slots.compactMap { slot in
-            if case .done(.value) = slot.stage { return slot.type } else { return nil }
-        })
+        let typeNames = connection.names(
+            of: slots.compactMap { slot in
+                if case .done(.value) = slot.stage { return slot.type } else { return nil }
+            })
         var typeIterator = typeNames.makeIterator()
         for slot in slots {
             switch slot.stage {
             case .done(.value(let value)):
                 let typeName = typeIterator.next() ?? value.type
-                outcomes[slot.name] = .value(SelectionValue(bytes: value.bytes, type: typeName, format: value.format,
-                                                            owner: value.owner, incremental: value.incremental))
+                outcomes[slot.name] = .value(
+                    SelectionValue(
+                        bytes: value.bytes, type: typeName, format: value.format,
+                        owner: value.owner, incremental: value.incremental))
             case .done(let outcome):
                 outcomes[slot.name] = outcome
             default:
@@ -183,8 +190,11 @@ final class ReaderCore {
     /// Starts or stops XFixes reporting owner changes of `slots` to this connection.
     private func watchOwners(_ slots: [Slot], _ watch: Bool) {
         guard fixesEventBase != nil, connection.isAlive else { return }
-        let mask = watch ? UInt(XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask
-                                | XFixesSelectionClientCloseNotifyMask) : 0
+        let mask =
+            watch
+            ? UInt(
+                XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask
+                    | XFixesSelectionClientCloseNotifyMask) : 0
         for slot in slots {
             XFixesSelectSelectionInput(connection.display, window, slot.atom, mask)
         }
@@ -209,7 +219,8 @@ final class ReaderCore {
         case SelectionNotify:
             let notify = event.xselection
             guard notify.requestor == window, notify.time == time, let index = indexByAtom[notify.selection],
-                  case .awaitingNotify = slots[index].stage else { return }
+                case .awaitingNotify = slots[index].stage
+            else { return }
             let owner = slots[index].owner
             if slots[index].ownerChanged {
                 slots[index].stage = .done(.ownerChanged(owner: owner))
@@ -217,10 +228,12 @@ final class ReaderCore {
                 // The server answers for an ownerless selection itself, without send_event.
                 slots[index].stage = .done(notify.send_event == 0 || owner == nil ? .noOwner : .refused(owner: owner))
             } else if notify.property != slots[index].atom {
-                slots[index].stage = .done(.malformed(owner: owner, reason: "the owner answered into a property other than the one asked for"))
+                slots[index].stage = .done(
+                    .malformed(owner: owner, reason: "the owner answered into a property other than the one asked for"))
             } else {
-                let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
-                                              slots[index].transfer.nextReadLength)
+                let cookie = xcb_get_property(
+                    connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
+                    slots[index].transfer.nextReadLength)
                 slots[index].stage = .readingValue(cookie: cookie.sequence)
                 readOrder.append(index)
             }
@@ -241,8 +254,9 @@ final class ReaderCore {
     }
 
     private func requestChunk(_ slot: inout Slot) {
-        let cookie = xcb_get_property(connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slot.atom), 0, 0,
-                                      slot.transfer.nextReadLength)
+        let cookie = xcb_get_property(
+            connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slot.atom), 0, 0,
+            slot.transfer.nextReadLength)
         slot.stage = .readingChunk(cookie: cookie.sequence)
         slot.newValueSeen = false
         readOrder.append(slot.index)
@@ -267,14 +281,16 @@ final class ReaderCore {
             free(errorPointer)
         }
         guard let replyPointer else {
-            slot.stage = .done(.malformed(owner: slot.owner, reason: "reading the answer failed with X error \(errorPointer?.pointee.error_code ?? 0)"))
+            slot.stage = .done(
+                .malformed(owner: slot.owner, reason: "reading the answer failed with X error \(errorPointer?.pointee.error_code ?? 0)"))
             return true
         }
         let reply = replyPointer.assumingMemoryBound(to: xcb_get_property_reply_t.self)
         let length = Int(xcb_get_property_value_length(reply))
         let bytes = xcb_get_property_value(reply).map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
-        let property = PropertyReply(type: UInt(reply.pointee.type), format: Int(reply.pointee.format), bytes: bytes,
-                                     bytesAfter: Int(reply.pointee.bytes_after))
+        let property = PropertyReply(
+            type: UInt(reply.pointee.type), format: Int(reply.pointee.format), bytes: bytes,
+            bytesAfter: Int(reply.pointee.bytes_after))
 
         if !firstRead && property.type == 0 {
             // The chunk is not written yet (the first one may not be when the
@@ -300,8 +316,12 @@ final class ReaderCore {
                 slot.type = type
                 slot.stage = .done(.value(SelectionValue(bytes: bytes, type: "", format: format, owner: owner, incremental: incremental)))
             } else {
-                slot.stage = .done(.malformed(owner: nil, reason: incremental ? "an INCR transfer came from no owner"
-                                                                              : "an answer came for a selection that had no owner"))
+                slot.stage = .done(
+                    .malformed(
+                        owner: nil,
+                        reason: incremental
+                            ? "an INCR transfer came from no owner"
+                            : "an answer came for a selection that had no owner"))
             }
         case .done(.tooLarge(let size)):
             slot.stage = .done(.tooLarge(owner: slot.owner, bytes: size))

@@ -105,8 +105,10 @@ final class ServiceThread<Core: AnyObject>: Sendable {
     }
 
     /// Runs `body` on the thread and waits for its result, up to `timeout`.
-    func perform<T: Sendable>(timeout: Duration = .seconds(10), _ body: @escaping @Sendable (Core) throws(XSelectionError) -> T,
-                              onTimeout: XSelectionError, onStopped: XSelectionError) throws(XSelectionError) -> T {
+    func perform<T: Sendable>(
+        timeout: Duration = .seconds(10), _ body: @escaping @Sendable (Core) throws(XSelectionError) -> T,
+        onTimeout: XSelectionError, onStopped: XSelectionError
+    ) throws(XSelectionError) -> T {
         let box = ResultBox<T>()
         let posted = post { core in
             do throws(XSelectionError) {
@@ -142,22 +144,26 @@ extension ServiceThread {
     ///   - failed: Called on the new thread when `make` throws (to finish an event stream).
     ///   - run: The thread's loop.
     /// - Returns: The thread and what `make` reported.
-    static func start<Info: Sendable>(name: String, display: String?,
-                                      make: @escaping @Sendable () throws(XSelectionError) -> (Core, Info),
-                                      failed: @escaping @Sendable () -> Void,
-                                      run: @escaping @Sendable (Core, ServiceThread<Core>) -> Void) throws(XSelectionError) -> (ServiceThread<Core>, Info) {
+    static func start<Info: Sendable>(
+        name: String, display: String?,
+        make: @escaping @Sendable () throws(XSelectionError) -> (Core, Info),
+        failed: @escaping @Sendable () -> Void,
+        run: @escaping @Sendable (Core, ServiceThread<Core>) -> Void
+    ) throws(XSelectionError) -> (ServiceThread<Core>, Info) {
         let started = ResultBox<Info>()
-        let thread = ServiceThread(name: name, makeCore: { () -> Core? in
-            do throws(XSelectionError) {
-                let (core, info) = try make()
-                started.set(.success(info))
-                return core
-            } catch {
-                started.set(.failure(error))
-                failed()
-                return nil
-            }
-        }, run: run)
+        let thread = ServiceThread(
+            name: name,
+            makeCore: { () -> Core? in
+                do throws(XSelectionError) {
+                    let (core, info) = try make()
+                    started.set(.success(info))
+                    return core
+                } catch {
+                    started.set(.failure(error))
+                    failed()
+                    return nil
+                }
+            }, run: run)
         guard let result = started.wait(timeout: .seconds(30)) else {
             throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
         }

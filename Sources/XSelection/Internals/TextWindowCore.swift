@@ -46,9 +46,11 @@ final class TextWindowCore {
     // Core fonts, best first. Xvfb and every X server have "fixed" built in; the
     // misc-fixed faces come with xfonts-base and read far better on screenshots.
     private static let fontNames: [TextWindow.Weight: [String]] = [
-        .regular: ["-misc-fixed-medium-r-normal--15-*-*-*-*-*-iso8859-1", "9x15", "-misc-fixed-medium-r-normal--13-*-*-*-*-*-iso8859-1", "fixed"],
+        .regular: [
+            "-misc-fixed-medium-r-normal--15-*-*-*-*-*-iso8859-1", "9x15", "-misc-fixed-medium-r-normal--13-*-*-*-*-*-iso8859-1", "fixed"
+        ],
         .bold: ["-misc-fixed-bold-r-normal--15-*-*-*-*-*-iso8859-1", "9x15bold", "-misc-fixed-bold-r-normal--13-*-*-*-*-*-iso8859-1"],
-        .large: ["-misc-fixed-medium-r-normal--20-*-*-*-*-*-iso8859-1", "10x20", "-misc-fixed-bold-r-normal--18-*-*-*-*-*-iso8859-1"],
+        .large: ["-misc-fixed-medium-r-normal--20-*-*-*-*-*-iso8859-1", "10x20", "-misc-fixed-bold-r-normal--18-*-*-*-*-*-iso8859-1"]
     ]
 
     /// Room, in pixels, to the left of the text and above the first line.
@@ -72,8 +74,9 @@ final class TextWindowCore {
 
         let background = Self.allocate(setup.background, display: d, colormap: colormap)
         let origin = setup.origin ?? TextWindow.Point(x: 0, y: 0)
-        let window = XCreateSimpleWindow(d, connection.root, Int32(clamping: origin.x), Int32(clamping: origin.y),
-                                         UInt32(setup.width), UInt32(setup.height), 0, 0, background)
+        let window = XCreateSimpleWindow(
+            d, connection.root, Int32(clamping: origin.x), Int32(clamping: origin.y),
+            UInt32(setup.width), UInt32(setup.height), 0, 0, background)
         self.window = window
         var hints = XSizeHints()
         // USPosition: the user asked for this place, so a window manager keeps it.
@@ -94,8 +97,9 @@ final class TextWindowCore {
         }
         var pid = Int(getpid())
         withUnsafeBytes(of: &pid) { raw in
-            _ = XChangeProperty(d, window, atoms[4], UInt(XA_CARDINAL), 32, PropModeReplace,
-                                raw.baseAddress!.assumingMemoryBound(to: UInt8.self), 1)
+            _ = XChangeProperty(
+                d, window, atoms[4], UInt(XA_CARDINAL), 32, PropModeReplace,
+                raw.baseAddress!.assumingMemoryBound(to: UInt8.self), 1)
         }
         gc = XCreateGC(d, window, 0, nil)
         loadFonts()

@@ -47,12 +47,16 @@ final class ChildProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
-        let out = Pipe(), err = Pipe(), inPipe = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let inPipe = Pipe()
         // Only this child may hold these pipes: a child that another thread starts at
         // the same moment would otherwise inherit them, and with them the power to
         // keep this child's output open after it has exited.
-        for handle in [out.fileHandleForReading, out.fileHandleForWriting, err.fileHandleForReading,
-                       err.fileHandleForWriting, inPipe.fileHandleForReading, inPipe.fileHandleForWriting] {
+        for handle in [
+            out.fileHandleForReading, out.fileHandleForWriting, err.fileHandleForReading,
+            err.fileHandleForWriting, inPipe.fileHandleForReading, inPipe.fileHandleForWriting
+        ] {
             _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
         }
         process.standardOutput = out
@@ -75,10 +79,12 @@ final class ChildProcess: @unchecked Sendable {
         try? out.fileHandleForWriting.close()
         try? err.fileHandleForWriting.close()
         readers = [
-            OutputReader(out.fileHandleForReading, received: { [weak self] in self?.receive($0) },
-                         finished: { [weak self] in self?.receive(Data()) }),
-            OutputReader(err.fileHandleForReading, received: { [weak self] in self?.receiveError($0) },
-                         finished: { [weak self] in self?.receiveError(Data()) }),
+            OutputReader(
+                out.fileHandleForReading, received: { [weak self] in self?.receive($0) },
+                finished: { [weak self] in self?.receive(Data()) }),
+            OutputReader(
+                err.fileHandleForReading, received: { [weak self] in self?.receiveError($0) },
+                finished: { [weak self] in self?.receiveError(Data()) })
         ]
         if let input {
             inPipe.fileHandleForWriting.write(input)
@@ -88,7 +94,10 @@ final class ChildProcess: @unchecked Sendable {
 
     private func receiveError(_ data: Data) {
         condition.lock()
-        defer { condition.broadcast(); condition.unlock() }
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
         if data.isEmpty {
             errorClosed = true
         } else {
@@ -98,7 +107,10 @@ final class ChildProcess: @unchecked Sendable {
 
     private func receive(_ data: Data) {
         condition.lock()
-        defer { condition.broadcast(); condition.unlock() }
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
         guard !data.isEmpty else {
             closed = true
             return
@@ -203,8 +215,10 @@ struct CommandOutput {
 ///
 /// The end of the command is its exit, not the end of its output, which a
 /// process it left behind could hold open.
-func runCommand(_ executable: String, _ arguments: [String], environment: [String: String],
-                timeout: TimeInterval = 20) throws(LabError) -> CommandOutput {
+func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String],
+    timeout: TimeInterval = 20
+) throws(LabError) -> CommandOutput {
     let child = try ChildProcess(executable, arguments, environment: environment)
     let deadline = Date().addingTimeInterval(timeout)
     while child.isRunning && Date() < deadline { usleep(1_000) }
@@ -214,6 +228,7 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
     }
     child.kill9()
     child.waitForEndOfOutput(timeout: 1)
-    return CommandOutput(status: child.exitStatus, standardOutput: child.takeRemainingOutput().joined(separator: "\n"),
-                         standardError: child.standardError)
+    return CommandOutput(
+        status: child.exitStatus, standardOutput: child.takeRemainingOutput().joined(separator: "\n"),
+        standardError: child.standardError)
 }

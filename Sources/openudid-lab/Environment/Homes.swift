@@ -9,7 +9,8 @@ struct PrivateRoot: Sendable {
     init() throws(LabError) {
         var template = Array((NSTemporaryDirectory() + "/openudid-lab-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw LabError("cannot create a private directory in \(NSTemporaryDirectory()): \(String(cString: strerror(errno))); check TMPDIR")
+            throw LabError(
+                "cannot create a private directory in \(NSTemporaryDirectory()): \(String(cString: strerror(errno))); check TMPDIR")
         }
         path = String(cString: made)
     }
@@ -30,8 +31,9 @@ struct PrivateRoot: Sendable {
 /// Creates `path` and its parents with mode 0700.
 func makeDirectory(_ path: String) throws(LabError) {
     do {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
     } catch {
         throw LabError("cannot create \(path): \(error.localizedDescription)")
     }
@@ -72,7 +74,7 @@ struct Home: Sendable {
             "XDG_CACHE_HOME": cache,
             "XDG_RUNTIME_DIR": runtime,
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-            "LANG": "C.UTF-8",
+            "LANG": "C.UTF-8"
         ]
         if let display { environment["DISPLAY"] = display }
         if let bus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus }

@@ -1,6 +1,6 @@
 import Foundation
-import ProcessSupport
 import OpenUDIDKit
+import ProcessSupport
 
 /// A private D-Bus session bus with a gnome-keyring Secret Service on it, whose
 /// login keyring is created and unlocked with a password given on standard input.
@@ -31,16 +31,18 @@ final class PrivateKeyring: @unchecked Sendable {
         } catch {
             throw LabError("cannot write \(configuration): \(error.localizedDescription)")
         }
-        bus = try ChildProcess(dbus, ["--config-file=\(configuration)", "--print-address=1", "--nofork"],
-                               environment: home.environment(display: nil, bus: nil))
+        bus = try ChildProcess(
+            dbus, ["--config-file=\(configuration)", "--print-address=1", "--nofork"],
+            environment: home.environment(display: nil, bus: nil))
         guard let line = bus.nextLine(timeout: 10), line.hasPrefix("unix:") else {
             bus.kill9()
             throw LabError("dbus-daemon printed no bus address within 10 s: \(bus.standardError)")
         }
         address = line
         // No trailing newline: it would become part of the password.
-        daemon = try ChildProcess(keyring, ["--unlock", "--foreground", "--components=secrets"],
-                                  environment: home.environment(display: nil, bus: address), input: Data("lab".utf8))
+        daemon = try ChildProcess(
+            keyring, ["--unlock", "--foreground", "--components=secrets"],
+            environment: home.environment(display: nil, bus: address), input: Data("lab".utf8))
         let deadline = Date().addingTimeInterval(10)
         var state = SecretServiceMirror.probe(busAddress: address, deadline: .milliseconds(500))
         while state != .ready {

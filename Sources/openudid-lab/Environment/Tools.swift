@@ -19,7 +19,8 @@ enum Tools {
     static func openudid() throws(LabError) -> String {
         let path = productsDirectory + "/openudid"
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw LabError("""
+            throw LabError(
+                """
                 cannot find the openudid tool at \(path): the lab runs it beside its own executable; \
                 build it first with `swift build` (or `swift build -c release` for a release lab)
                 """)

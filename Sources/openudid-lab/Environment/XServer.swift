@@ -26,8 +26,8 @@ final class XServer: @unchecked Sendable {
 
     private static func launch(_ executable: String, display: Int?) throws(LabError) -> (ChildProcess, Int) {
         // -displayfd writes the number once the server listens, also when the number is given.
-        let arguments = (display.map { [":\($0)"] } ?? []) +
-            ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24", "-noreset"]
+        let arguments =
+            (display.map { [":\($0)"] } ?? []) + ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24", "-noreset"]
         let child = try ChildProcess(executable, arguments, environment: ["PATH": "/usr/bin:/bin"])
         guard let line = child.nextLine(timeout: 10), let number = Int(line.trimmingCharacters(in: .whitespaces)) else {
             child.waitForEndOfOutput(timeout: 0.5)

@@ -25,12 +25,13 @@ final class ToolMechanism: Mechanism {
         self.kind = kind
         self.tool = tool
         self.namespace = namespace
-        let columnOptions: [String] = switch kind {
-        case .selection: ["--no-files", "--mirror", "none"]
-        case .selectionAndFile: ["--mirror", "none"]
-        case .vendorMirror: ["--mirror", mirror]
-        case .freshUUID, .cachedUUID, .machineScoped: preconditionFailure("\(kind) does not run the tool")
-        }
+        let columnOptions: [String] =
+            switch kind {
+            case .selection: ["--no-files", "--mirror", "none"]
+            case .selectionAndFile: ["--mirror", "none"]
+            case .vendorMirror: ["--mirror", mirror]
+            case .freshUUID, .cachedUUID, .machineScoped: preconditionFailure("\(kind) does not run the tool")
+            }
         options = columnOptions + ["--namespace", namespace]
     }
 
@@ -43,7 +44,8 @@ final class ToolMechanism: Mechanism {
             child.waitForEndOfOutput(timeout: 0.5)
             let why = child.standardError.trimmingCharacters(in: .whitespacesAndNewlines)
             child.kill9()
-            throw LabError("openudid serve --app \(app.id) \(commandLine) printed no identifier within 15 s\(why.isEmpty ? "" : ": \(why)")")
+            throw LabError(
+                "openudid serve --app \(app.id) \(commandLine) printed no identifier within 15 s\(why.isEmpty ? "" : ": \(why)")")
         }
         try Self.check(line, app: app)
         serves.withLock { $0[app] = child }
@@ -96,7 +98,8 @@ final class ToolMechanism: Mechanism {
         let options = options ?? self.options
         let result = try runCommand(tool, arguments + options, environment: site.environment)
         guard result.status == 0 else {
-            throw LabError("openudid \((arguments + options).joined(separator: " ")) failed (status \(result.status)): \(result.standardError)")
+            throw LabError(
+                "openudid \((arguments + options).joined(separator: " ")) failed (status \(result.status)): \(result.standardError)")
         }
     }
 

@@ -17,13 +17,13 @@ enum JSONReport {
             "outcomes": [
                 "same": "the identifier the app had the last time it looked (first look: one an app had at an earlier step)",
                 "new": "another identifier (first look: one no app had before)",
-                "zero": "all zeros: the app opted out",
+                "zero": "all zeros: the app opted out"
             ],
             "mechanisms": report.mechanisms.map { kind in
                 ["key": kind.rawValue, "title": kind.title, "likeness": kind.likeness, "method": kind.method]
             },
             "apps": LabApp.all.map { ["id": $0.id, "name": $0.name, "vendor": $0.vendor] },
-            "scenarios": report.scenarios.map(scenario),
+            "scenarios": report.scenarios.map(scenario)
         ]
     }
 
@@ -37,21 +37,25 @@ enum JSONReport {
         var tables: [String: Any] = [:]
         for kind in MechanismKind.allCases {
             let apps = LabApp.all.filter { app in result.steps.contains { $0.cells[kind]?.contains { $0.app == app } ?? false } }
-            tables[kind.rawValue] = [
-                "steps": result.steps.map(\.step.key),
-                "rows": apps.map { app -> [String: Any] in
-                    ["app": app.id, "outcomes": result.steps.map { step in
-                        step.cells[kind]?.first { $0.app == app }?.outcome.rawValue ?? "—"
-                    }]
-                },
-            ] as [String: Any]
+            tables[kind.rawValue] =
+                [
+                    "steps": result.steps.map(\.step.key),
+                    "rows": apps.map { app -> [String: Any] in
+                        [
+                            "app": app.id,
+                            "outcomes": result.steps.map { step in
+                                step.cells[kind]?.first { $0.app == app }?.outcome.rawValue ?? "—"
+                            }
+                        ]
+                    }
+                ] as [String: Any]
         }
         return [
             "key": result.scenario.key,
             "title": result.scenario.title,
             "purpose": result.scenario.purpose,
             "steps": result.steps.map(step),
-            "tables": tables,
+            "tables": tables
         ]
     }
 
@@ -61,26 +65,28 @@ enum JSONReport {
             let cells = result.cells[kind] ?? []
             var apps: [String: Any] = [:]
             for cell in cells {
-                apps[cell.app.id] = [
-                    "identifier": cell.identifier,
-                    "outcome": cell.outcome.rawValue,
-                    "place": cell.place.rawValue,
-                    "colour": cell.colour.map { NSNumber(value: $0) } ?? NSNull(),
-                ] as [String: Any]
+                apps[cell.app.id] =
+                    [
+                        "identifier": cell.identifier,
+                        "outcome": cell.outcome.rawValue,
+                        "place": cell.place.rawValue,
+                        "colour": cell.colour.map { NSNumber(value: $0) } ?? NSNull()
+                    ] as [String: Any]
             }
             let summary = Summary(cells)
-            columns[kind.rawValue] = [
-                "summary": MarkdownTable.text(summary),
-                "outcome": summary?.main.rawValue ?? "—",
-                "distinctIdentifiers": summary?.distinct.map { NSNumber(value: $0) } ?? NSNull(),
-                "apps": apps,
-            ] as [String: Any]
+            columns[kind.rawValue] =
+                [
+                    "summary": MarkdownTable.text(summary),
+                    "outcome": summary?.main.rawValue ?? "—",
+                    "distinctIdentifiers": summary?.distinct.map { NSNumber(value: $0) } ?? NSNull(),
+                    "apps": apps
+                ] as [String: Any]
         }
         return [
             "key": result.step.key,
             "title": result.step.title,
             "actions": result.step.actions.map(\.description),
-            "columns": columns,
+            "columns": columns
         ]
     }
 }

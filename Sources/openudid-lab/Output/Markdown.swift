@@ -14,7 +14,8 @@ enum MarkdownTable {
             }
         }
         lines.append("")
-        lines.append("""
+        lines.append(
+            """
             Each cell is what the apps running after that step saw, measured from real processes and judged against \
             what each had before: **same** (for an app's first look: an identifier an app had at an earlier step), \
             **new** (for a first look: one no app had before), **zero** (opted out). \

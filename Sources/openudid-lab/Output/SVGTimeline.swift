@@ -14,8 +14,10 @@ enum SVGTimeline {
     /// The fill of an app that was not running: a pale grey, so that black stays for zeros.
     private static let idle = "#ececec"
     private static let highlighted: Set<MechanismKind> = [.selectionAndFile, .vendorMirror]
-    private static let palette = ["#3b78c4", "#e8872a", "#3a9e5a", "#c0392b", "#8e5fb5", "#17a2b8",
-                                  "#d4a017", "#e377c2", "#7f7f7f", "#2c3e50", "#a0522d", "#9acd32"]
+    private static let palette = [
+        "#3b78c4", "#e8872a", "#3a9e5a", "#c0392b", "#8e5fb5", "#17a2b8",
+        "#d4a017", "#e377c2", "#7f7f7f", "#2c3e50", "#a0522d", "#9acd32"
+    ]
 
     /// The picture as SVG text.
     static func render(_ report: LabReport) -> String {
@@ -37,8 +39,9 @@ enum SVGTimeline {
 
         var svg = Picture(width: width, height: height)
         svg.rect(0, 0, width, height, fill: "#ffffff")
-        svg.text(12, 22, "What each app saw, step by step: one colour per identifier, a new colour in a row is a new identifier",
-                 size: 13, weight: "bold")
+        svg.text(
+            12, 22, "What each app saw, step by step: one colour per identifier, a new colour in a row is a new identifier",
+            size: 13, weight: "bold")
 
         // Scenario names, and each step's label at a slant above its column.
         for (s, scenario) in report.scenarios.enumerated() {
@@ -91,9 +94,11 @@ enum SVGTimeline {
         lx += 18 + 11 * 5.8 + 14
         svg.rect(lx + 1, ly + 1, 12, 10, fill: "none", stroke: "#000000", strokeWidth: 2)
         svg.text(lx + 18, ly + 10, "an app's identifier changed", size: 10)
-        svg.text(12, ly + 30, "Colours count afresh in each scenario and panel (every scenario starts on a fresh machine). "
-                 + "Highlighted: the two columns that the removal of every app tells apart.",
-                 size: 10, fill: "#444444")
+        svg.text(
+            12, ly + 30,
+            "Colours count afresh in each scenario and panel (every scenario starts on a fresh machine). "
+                + "Highlighted: the two columns that the removal of every app tells apart.",
+            size: 10, fill: "#444444")
         svg.text(12, ly + 45, report.mirrorSentence, size: 10, fill: "#444444")
         return svg.finished()
     }
@@ -119,18 +124,21 @@ enum SVGTimeline {
     }
 
     /// The highlighted panels say in words what the break did to them, taken from the cells.
-    private static func annotate(_ kind: MechanismKind, report: LabReport, columns: [(scenario: Int, step: Int, x: Double)],
-                                 y0: Double, into svg: inout Picture) {
+    private static func annotate(
+        _ kind: MechanismKind, report: LabReport, columns: [(scenario: Int, step: Int, x: Double)],
+        y0: Double, into svg: inout Picture
+    ) {
         guard highlighted.contains(kind) else { return }
         let notes: [(scenario: String, step: String, app: LabApp, row: Int, same: String, new: String)] = [
             ("break", "all-removed", .notes, 3, "all removed: notes gets the same id", "all removed: notes gets a new id"),
-            ("mirror", "same-vendor", .photos, 4, "photos gets notes' id", "photos gets a new id"),
+            ("mirror", "same-vendor", .photos, 4, "photos gets notes' id", "photos gets a new id")
         ]
         for note in notes {
             guard let s = report.scenarios.firstIndex(where: { $0.scenario.key == note.scenario }),
-                  let index = report.scenarios[s].steps.firstIndex(where: { $0.step.key == note.step }),
-                  let column = columns.first(where: { $0.scenario == s && $0.step == index }),
-                  let cell = report.scenarios[s].steps[index].cells[kind]?.first(where: { $0.app == note.app }) else { continue }
+                let index = report.scenarios[s].steps.firstIndex(where: { $0.step.key == note.step }),
+                let column = columns.first(where: { $0.scenario == s && $0.step == index }),
+                let cell = report.scenarios[s].steps[index].cells[kind]?.first(where: { $0.app == note.app })
+            else { continue }
             let row = Double(LabApp.all.firstIndex(of: note.app) ?? 0)
             let y = y0 + panelTitle + row * (cellHeight + rowGap)
             svg.rect(column.x - 2, y - 2, cellWidth + 4, cellHeight + 4, fill: "none", stroke: "#d62728", strokeWidth: 2, radius: 3)
@@ -166,14 +174,18 @@ enum SVGTimeline {
         private var parts: [String]
 
         init(width: Double, height: Double) {
-            parts = ["<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(f(width))\" height=\"\(f(height))\" "
-                     + "viewBox=\"0 0 \(f(width)) \(f(height))\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">"]
+            parts = [
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(f(width))\" height=\"\(f(height))\" "
+                    + "viewBox=\"0 0 \(f(width)) \(f(height))\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">"
+            ]
         }
 
         mutating func add(_ element: String) { parts.append(element) }
 
-        mutating func rect(_ x: Double, _ y: Double, _ width: Double, _ height: Double, fill: String,
-                           stroke: String? = nil, strokeWidth: Double = 1, radius: Double = 0, title: String? = nil) {
+        mutating func rect(
+            _ x: Double, _ y: Double, _ width: Double, _ height: Double, fill: String,
+            stroke: String? = nil, strokeWidth: Double = 1, radius: Double = 0, title: String? = nil
+        ) {
             var element = "<rect x=\"\(f(x))\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"\(fill)\""
             if let stroke { element += " stroke=\"\(stroke)\" stroke-width=\"\(f(strokeWidth))\"" }
             if radius > 0 { element += " rx=\"\(f(radius))\"" }
@@ -186,11 +198,14 @@ enum SVGTimeline {
         }
 
         mutating func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double) {
-            parts.append("<line x1=\"\(f(x1))\" y1=\"\(f(y1))\" x2=\"\(f(x2))\" y2=\"\(f(y2))\" stroke=\"\(stroke)\" stroke-width=\"\(f(width))\"/>")
+            parts.append(
+                "<line x1=\"\(f(x1))\" y1=\"\(f(y1))\" x2=\"\(f(x2))\" y2=\"\(f(y2))\" stroke=\"\(stroke)\" stroke-width=\"\(f(width))\"/>")
         }
 
-        mutating func text(_ x: Double, _ y: Double, _ content: String, size: Double, weight: String? = nil,
-                           anchor: String? = nil, fill: String = "#111111") {
+        mutating func text(
+            _ x: Double, _ y: Double, _ content: String, size: Double, weight: String? = nil,
+            anchor: String? = nil, fill: String = "#111111"
+        ) {
             var element = "<text x=\"\(f(x))\" y=\"\(f(y))\" font-size=\"\(f(size))\" fill=\"\(fill)\""
             if let weight { element += " font-weight=\"\(weight)\"" }
             if let anchor { element += " text-anchor=\"\(anchor)\"" }

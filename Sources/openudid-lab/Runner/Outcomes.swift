@@ -74,14 +74,16 @@ func judge(_ record: ScenarioRecord) -> ScenarioResult {
                     if colours[value] == nil { colours[value] = colours.count }
                     colour = colours[value]
                 }
-                cells.append(Cell(app: sighting.app, identifier: value, place: sighting.place, outcome: outcome, changed: changed, colour: colour))
+                cells.append(
+                    Cell(app: sighting.app, identifier: value, place: sighting.place, outcome: outcome, changed: changed, colour: colour))
             }
             seenBefore.formUnion(seenNow)
             cellsPerStep[index][kind] = cells
         }
     }
-    return ScenarioResult(scenario: record.scenario,
-                          steps: zip(record.steps, cellsPerStep).map { StepResult(step: $0.step, cells: $1) })
+    return ScenarioResult(
+        scenario: record.scenario,
+        steps: zip(record.steps, cellsPerStep).map { StepResult(step: $0.step, cells: $1) })
 }
 
 /// Whether `identifier` is the all-zero value of an opted-out app.

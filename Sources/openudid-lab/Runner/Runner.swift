@@ -106,9 +106,9 @@ final class Runner: @unchecked Sendable {
                 let context = "\(scenario.title) / \(step.title) / \(action.description)"
                 switch action {
                 case .start(let apps, let place):
-                    let where_ = try site(place)
+                    let location = try site(place)
                     try everyColumn(columns, context) { column throws(LabError) in
-                        for app in apps { try column.start(app, at: where_) }
+                        for app in apps { try column.start(app, at: location) }
                     }
                     processCount += apps.count * toolColumns
                     for app in apps {
@@ -137,9 +137,9 @@ final class Runner: @unchecked Sendable {
                     guard !running.contains(app) else {
                         throw LabError("\(context): \(app.name) must quit before it changes its choice")
                     }
-                    let where_ = try site(installed[app] ?? .here)
+                    let location = try site(installed[app] ?? .here)
                     try everyColumn(columns, context) { column throws(LabError) in
-                        try column.setOptedOut(optedOut, app: app, at: where_)
+                        try column.setOptedOut(optedOut, app: app, at: location)
                     }
                     processCount += toolColumns
                 case .restartXServer:
@@ -181,8 +181,10 @@ final class Runner: @unchecked Sendable {
     ///
     /// Plain threads rather than Dispatch workers: a child inherits the signal mask
     /// of the thread that starts it, and Dispatch's workers block signals.
-    private func everyColumn(_ columns: [any Mechanism], _ context: String,
-                             _ body: @escaping @Sendable (any Mechanism) throws(LabError) -> Void) throws(LabError) {
+    private func everyColumn(
+        _ columns: [any Mechanism], _ context: String,
+        _ body: @escaping @Sendable (any Mechanism) throws(LabError) -> Void
+    ) throws(LabError) {
         let failures = Mutex<[String]>([])
         let done = DispatchSemaphore(value: 0)
         for column in columns {

@@ -7,56 +7,78 @@ enum Catalogue {
 
     /// Every scenario.
     static let scenarios: [Scenario] = [
-        Scenario(key: "everyday", title: "Everyday use",
-                 purpose: "runs, restarts, a reboot and a reinstall: what survives the ordinary life of a desktop",
-                 steps: [
-                    Step(key: "first-run", label: "1st run", title: "notes starts (first run)", actions: [.start([notes])]),
-                    Step(key: "others-start", label: "others", title: "photos and chess start", actions: [.start([photos, chess])]),
-                    Step(key: "second-run", label: "2nd run", title: "second run: all quit and start again",
-                         actions: [.stop(one), .start(one)]),
-                    Step(key: "app-restart", label: "restart", title: "notes restarts", actions: [.stop([notes]), .start([notes])]),
-                    Step(key: "reboot", label: "reboot", title: "reboot (X server restarted)", actions: [.stop(one), .restartXServer, .start(one)]),
-                    Step(key: "reinstall", label: "reinstall", title: "photos removed and reinstalled", actions: [.remove([photos]), .start([photos])]),
-                 ], isQuick: true),
-        Scenario(key: "break", title: "Every app removed",
-                 purpose: "the original OpenUDID's break: once every participating app is gone, so is the identifier",
-                 steps: [
-                    Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
-                    Step(key: "all-removed", label: "all gone", title: "all removed, then notes reinstalled", actions: [.remove(one), .start([notes])]),
-                    Step(key: "others-return", label: "back", title: "photos and chess reinstalled", actions: [.start([photos, chess])]),
-                 ], isQuick: true),
-        Scenario(key: "mirror", title: "A vendor's mirror",
-                 purpose: "after every app is gone, an app of the same vendor gets the identifier back, another vendor's does not",
-                 steps: [
-                    Step(key: "notes-starts", label: "notes", title: "notes starts", actions: [.start([notes])]),
-                    Step(key: "other-vendor", label: "chess", title: "notes removed; chess (another vendor) installed",
-                         actions: [.remove([notes]), .start([chess])]),
-                    Step(key: "same-vendor", label: "photos", title: "chess removed; photos (notes' vendor) installed",
-                         actions: [.remove([chess]), .start([photos])]),
-                 ], isQuick: true),
-        Scenario(key: "reset", title: "Device reset",
-                 purpose: "wiping the machine (data, secret store, machine id) ends every identifier",
-                 steps: [
-                    Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
-                    Step(key: "reset", label: "reset", title: "device reset, apps installed again", actions: [.stop(one), .resetDevice, .start(one)]),
-                 ], isQuick: true),
-        Scenario(key: "opt-out", title: "Opting out",
-                 purpose: "an app that opts out reports zeros; the others keep their identifier",
-                 steps: [
-                    Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
-                    Step(key: "opt-out", label: "opt out", title: "chess opts out (and restarts)",
-                         actions: [.stop([chess]), .optOut(chess), .start([chess])]),
-                    Step(key: "opt-in", label: "opt in", title: "chess opts back in (and restarts)",
-                         actions: [.stop([chess]), .optOut(chess, false), .start([chess])]),
-                 ], isQuick: false),
-        Scenario(key: "meet", title: "Two groups meet",
-                 purpose: "two groups that formed apart come together on one display: apps that keep files hold their own value against records that arrive over the display alone, as they would against a forger",
-                 steps: [
-                    Step(key: "group-one", label: "group 1", title: "group one (notes, photos, chess) starts here", actions: [.start(one)]),
-                    Step(key: "group-two", label: "group 2", title: "group two (sketch, maps) starts on another machine",
-                         actions: [.start(two, .apart)]),
-                    Step(key: "meet", label: "meet", title: "group two's apps open on this display",
-                         actions: [.stop(two), .start(two, .visiting)]),
-                 ], isQuick: false),
+        Scenario(
+            key: "everyday", title: "Everyday use",
+            purpose: "runs, restarts, a reboot and a reinstall: what survives the ordinary life of a desktop",
+            steps: [
+                Step(key: "first-run", label: "1st run", title: "notes starts (first run)", actions: [.start([notes])]),
+                Step(key: "others-start", label: "others", title: "photos and chess start", actions: [.start([photos, chess])]),
+                Step(
+                    key: "second-run", label: "2nd run", title: "second run: all quit and start again",
+                    actions: [.stop(one), .start(one)]),
+                Step(key: "app-restart", label: "restart", title: "notes restarts", actions: [.stop([notes]), .start([notes])]),
+                Step(
+                    key: "reboot", label: "reboot", title: "reboot (X server restarted)",
+                    actions: [.stop(one), .restartXServer, .start(one)]),
+                Step(
+                    key: "reinstall", label: "reinstall", title: "photos removed and reinstalled",
+                    actions: [.remove([photos]), .start([photos])])
+            ], isQuick: true),
+        Scenario(
+            key: "break", title: "Every app removed",
+            purpose: "the original OpenUDID's break: once every participating app is gone, so is the identifier",
+            steps: [
+                Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
+                Step(
+                    key: "all-removed", label: "all gone", title: "all removed, then notes reinstalled",
+                    actions: [.remove(one), .start([notes])]),
+                Step(key: "others-return", label: "back", title: "photos and chess reinstalled", actions: [.start([photos, chess])])
+            ], isQuick: true),
+        Scenario(
+            key: "mirror", title: "A vendor's mirror",
+            purpose: "after every app is gone, an app of the same vendor gets the identifier back, another vendor's does not",
+            steps: [
+                Step(key: "notes-starts", label: "notes", title: "notes starts", actions: [.start([notes])]),
+                Step(
+                    key: "other-vendor", label: "chess", title: "notes removed; chess (another vendor) installed",
+                    actions: [.remove([notes]), .start([chess])]),
+                Step(
+                    key: "same-vendor", label: "photos", title: "chess removed; photos (notes' vendor) installed",
+                    actions: [.remove([chess]), .start([photos])])
+            ], isQuick: true),
+        Scenario(
+            key: "reset", title: "Device reset",
+            purpose: "wiping the machine (data, secret store, machine id) ends every identifier",
+            steps: [
+                Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
+                Step(
+                    key: "reset", label: "reset", title: "device reset, apps installed again",
+                    actions: [.stop(one), .resetDevice, .start(one)])
+            ], isQuick: true),
+        Scenario(
+            key: "opt-out", title: "Opting out",
+            purpose: "an app that opts out reports zeros; the others keep their identifier",
+            steps: [
+                Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
+                Step(
+                    key: "opt-out", label: "opt out", title: "chess opts out (and restarts)",
+                    actions: [.stop([chess]), .optOut(chess), .start([chess])]),
+                Step(
+                    key: "opt-in", label: "opt in", title: "chess opts back in (and restarts)",
+                    actions: [.stop([chess]), .optOut(chess, false), .start([chess])])
+            ], isQuick: false),
+        Scenario(
+            key: "meet", title: "Two groups meet",
+            purpose:
+                "two groups that formed apart come together on one display: apps that keep files hold their own value against records that arrive over the display alone, as they would against a forger",
+            steps: [
+                Step(key: "group-one", label: "group 1", title: "group one (notes, photos, chess) starts here", actions: [.start(one)]),
+                Step(
+                    key: "group-two", label: "group 2", title: "group two (sketch, maps) starts on another machine",
+                    actions: [.start(two, .apart)]),
+                Step(
+                    key: "meet", label: "meet", title: "group two's apps open on this display",
+                    actions: [.stop(two), .start(two, .visiting)])
+            ], isQuick: false)
     ]
 }

@@ -57,13 +57,15 @@ func runStallMany(prefix: String, start: Int, count: Int) -> Never {
                 let property = request.property == 0 ? request.target : request.property
                 var announced = [UInt(4000)]
                 announced.withUnsafeMutableBytes { raw in
-                    _ = XChangeProperty(display, request.requestor, property, XInternAtom(display, "INCR", 0), 32,
-                                        PropModeReplace, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
+                    _ = XChangeProperty(
+                        display, request.requestor, property, XInternAtom(display, "INCR", 0), 32,
+                        PropModeReplace, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
                 }
                 var reply = XEvent()
-                reply.xselection = XSelectionEvent(type: SelectionNotify, serial: 0, send_event: 1, display: display,
-                                                   requestor: request.requestor, selection: request.selection,
-                                                   target: request.target, property: property, time: request.time)
+                reply.xselection = XSelectionEvent(
+                    type: SelectionNotify, serial: 0, send_event: 1, display: display,
+                    requestor: request.requestor, selection: request.selection,
+                    target: request.target, property: property, time: request.time)
                 XSendEvent(display, request.requestor, 0, 0, &reply)
                 XFlush(display)
             }

@@ -21,7 +21,9 @@ func runFlood(selection name: String, target: String, seconds: Double, window li
     XSync(display, 0)
     say("ready 0x\(String(window, radix: 16))")
 
-    var sent = 0, answered = 0, refused = 0
+    var sent = 0
+    var answered = 0
+    var refused = 0
     let started = Date()
     let end = started.addingTimeInterval(seconds)
     var event = XEvent()
@@ -84,8 +86,10 @@ func runUnreadFlood(selection name: String, target: String, seconds: Double, win
     let perWrite = 1024
     for index in 0..<perWrite {
         let window = UInt32(truncatingIfNeeded: windows[index % windows.count])
-        requests += [UInt32(24) | UInt32(6) << 16, window, UInt32(truncatingIfNeeded: selection),
-                     UInt32(truncatingIfNeeded: targetAtom), UInt32(truncatingIfNeeded: property), 0]
+        requests += [
+            UInt32(24) | UInt32(6) << 16, window, UInt32(truncatingIfNeeded: selection),
+            UInt32(truncatingIfNeeded: targetAtom), UInt32(truncatingIfNeeded: property), 0
+        ]
     }
     let fd = XConnectionNumber(display)
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)

@@ -31,7 +31,8 @@ func runHostWithErrorHandler(selection name: String) -> Never {
         try owner.claim(SelectionName(name), payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("host".utf8))])
 
         let requestor = XCreateSimpleWindow(display, root, 0, 0, 1, 1, 0, 0, 0)
-        let selection = XInternAtom(display, name, 0), target = XInternAtom(display, "UTF8_STRING", 0)
+        let selection = XInternAtom(display, name, 0)
+        let target = XInternAtom(display, "UTF8_STRING", 0)
         let property = XInternAtom(display, "_XSELECTION_HOST_PROBE", 0)
         // Under a grab the owner's answer cannot be run before the window is gone.
         XGrabServer(display)
@@ -46,13 +47,18 @@ func runHostWithErrorHandler(selection name: String) -> Never {
         // Xlib never hands out a destroyed window's id again, so this read must fail with BadWindow.
         let gone = XCreateSimpleWindow(display, root, 0, 0, 1, 1, 0, 0, 0)
         XDestroyWindow(display, gone)
-        var type: UInt = 0, format: Int32 = 0, count: UInt = 0, remaining: UInt = 0
+        var type: UInt = 0
+        var format: Int32 = 0
+        var count: UInt = 0
+        var remaining: UInt = 0
         var data: UnsafeMutablePointer<UInt8>?
         _ = XGetWindowProperty(display, gone, UInt(XA_WM_NAME), 0, 16, 0, 0, &type, &format, &count, &remaining, &data)
         if let data { XFree(data) }
         XSync(display, 0)
         let callsAfter = hostHandlerCalls.load(ordering: .relaxed)
-        say("peer-errors \(owner.statistics.peerErrors) host-calls-before-own-error \(callsBefore) host-calls-after-own-error \(callsAfter)")
+        say(
+            "peer-errors \(owner.statistics.peerErrors) host-calls-before-own-error \(callsBefore) host-calls-after-own-error \(callsAfter)"
+        )
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("xselection-helper: \(error)\n".utf8))

@@ -15,8 +15,10 @@ import Foundation
 ///
 /// INCR transfers announce `announce` bytes (default: `size`, so a lie is possible)
 /// and send chunks of `chunkSize` bytes.
-func runHostile(selection name: String, behavior: String, size: Int, announce: Int? = nil, chunkSize: Int = 4096,
-                stallAfter: Int = 0) -> Never {
+func runHostile(
+    selection name: String, behavior: String, size: Int, announce: Int? = nil, chunkSize: Int = 4096,
+    stallAfter: Int = 0
+) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
         exit(1)
@@ -37,7 +39,8 @@ func runHostile(selection name: String, behavior: String, size: Int, announce: I
     while true {
         XNextEvent(display, &event)
         if event.type == PropertyNotify, let current = transfer, event.xproperty.window == current.requestor,
-           event.xproperty.atom == current.property, event.xproperty.state == PropertyDelete {
+            event.xproperty.atom == current.property, event.xproperty.state == PropertyDelete
+        {
             switch behavior {
             case "stall-incr" where current.sent >= stallAfter:
                 continue
@@ -65,8 +68,9 @@ func runHostile(selection name: String, behavior: String, size: Int, announce: I
         case "bad-format":
             var items: [UInt16] = [1, 2, 3]
             items.withUnsafeMutableBytes { raw in
-                _ = XChangeProperty(display, request.requestor, property, utf8, 16, PropModeReplace,
-                                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 3)
+                _ = XChangeProperty(
+                    display, request.requestor, property, utf8, 16, PropModeReplace,
+                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 3)
             }
         case "garbage":
             let junk = (0..<200).map { _ in UInt8.random(in: 0...255) }
@@ -75,15 +79,17 @@ func runHostile(selection name: String, behavior: String, size: Int, announce: I
             XSelectInput(display, request.requestor, PropertyChangeMask)
             var announced = [UInt(announce ?? size)]
             announced.withUnsafeMutableBytes { raw in
-                _ = XChangeProperty(display, request.requestor, property, incr, 32, PropModeReplace,
-                                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
+                _ = XChangeProperty(
+                    display, request.requestor, property, incr, 32, PropModeReplace,
+                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
             }
             transfer = (request.requestor, property, 0)
         }
         var reply = XEvent()
-        reply.xselection = XSelectionEvent(type: SelectionNotify, serial: 0, send_event: 1, display: display,
-                                           requestor: request.requestor, selection: request.selection, target: request.target,
-                                           property: property, time: request.time)
+        reply.xselection = XSelectionEvent(
+            type: SelectionNotify, serial: 0, send_event: 1, display: display,
+            requestor: request.requestor, selection: request.selection, target: request.target,
+            property: property, time: request.time)
         XSendEvent(display, request.requestor, 0, 0, &reply)
         XFlush(display)
     }
@@ -106,10 +112,14 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
     let targetAtoms = targets.map { XInternAtom(display, $0, 0) }
 
     func readProperty(_ property: UInt) -> (type: UInt, format: Int32, bytes: [UInt8], items: [UInt])? {
-        var type: UInt = 0, format: Int32 = 0, count: UInt = 0, after: UInt = 0
+        var type: UInt = 0
+        var format: Int32 = 0
+        var count: UInt = 0
+        var after: UInt = 0
         var data: UnsafeMutablePointer<UInt8>?
         guard XGetWindowProperty(display, window, property, 0, 1 << 20, 1, 0, &type, &format, &count, &after, &data) == Success,
-              type != 0, let data else { return nil }
+            type != 0, let data
+        else { return nil }
         defer { XFree(data) }
         if format == 32 {
             let items = Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt.self), count: Int(count)))
@@ -125,7 +135,9 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
     }
 
     func describe(_ target: String, _ value: (type: UInt, format: Int32, bytes: [UInt8], items: [UInt])) -> String {
-        let text = value.format == 32 ? value.items.map { atomName($0) == "None" ? String($0) : atomName($0) }.joined(separator: ",")
+        let text =
+            value.format == 32
+            ? value.items.map { atomName($0) == "None" ? String($0) : atomName($0) }.joined(separator: ",")
             : String(decoding: value.bytes, as: UTF8.self)
         return "ok \(target) \(atomName(value.type)) \(value.format) \(text)"
     }
@@ -139,8 +151,9 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
         }
         let count = Int32(pairs.count)
         pairs.withUnsafeMutableBytes { raw in
-            _ = XChangeProperty(display, window, resultProperty, atomPair, 32, PropModeReplace,
-                                raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
+            _ = XChangeProperty(
+                display, window, resultProperty, atomPair, 32, PropModeReplace,
+                raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
         }
     }
     XConvertSelection(display, selection, target, noProperty ? 0 : resultProperty, window, time)
@@ -155,7 +168,10 @@ func runRequest(selection name: String, targets: [String], time: UInt, noPropert
                 exit(0)
             }
             if multipleRequest {
-                guard let pairs = readProperty(notify.property) else { say("malformed"); exit(0) }
+                guard let pairs = readProperty(notify.property) else {
+                    say("malformed")
+                    exit(0)
+                }
                 for index in stride(from: 0, to: pairs.items.count - 1, by: 2) {
                     let name = atomName(pairs.items[index])
                     if pairs.items[index + 1] == 0 {
@@ -201,9 +217,14 @@ func runDyingRequest(selection name: String, target: String) -> Never {
 
     /// Reads and deletes the property; returns its type.
     func take() -> UInt? {
-        var type: UInt = 0, format: Int32 = 0, count: UInt = 0, after: UInt = 0
+        var type: UInt = 0
+        var format: Int32 = 0
+        var count: UInt = 0
+        var after: UInt = 0
         var data: UnsafeMutablePointer<UInt8>?
-        guard XGetWindowProperty(display, window, property, 0, 1 << 20, 1, 0, &type, &format, &count, &after, &data) == Success else { return nil }
+        guard XGetWindowProperty(display, window, property, 0, 1 << 20, 1, 0, &type, &format, &count, &after, &data) == Success else {
+            return nil
+        }
         if let data { XFree(data) }
         return type
     }
@@ -226,7 +247,10 @@ func runDyingRequest(selection name: String, target: String) -> Never {
         }
         if started, XCheckTypedWindowEvent(display, window, PropertyNotify, &event) != 0 {
             guard event.xproperty.atom == property, event.xproperty.state == PropertyNewValue else { continue }
-            var type: UInt = 0, format: Int32 = 0, count: UInt = 0, after: UInt = 0
+            var type: UInt = 0
+            var format: Int32 = 0
+            var count: UInt = 0
+            var after: UInt = 0
             var data: UnsafeMutablePointer<UInt8>?
             _ = XGetWindowProperty(display, window, property, 0, 1 << 20, 0, 0, &type, &format, &count, &after, &data)
             if let data { XFree(data) }

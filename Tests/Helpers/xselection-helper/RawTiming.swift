@@ -80,7 +80,10 @@ func runTiming(what: String, prefix: String, count: Int, target: String, warmup:
                 XConvertSelection(display, selection, targetAtom, property, window, UInt(CurrentTime))
                 XFlush(display)
                 guard awaitNotify().property == property else { fail("\(names[index]) gave no answer") }
-                var type: UInt = 0, format: Int32 = 0, items: UInt = 0, after: UInt = 0
+                var type: UInt = 0
+                var format: Int32 = 0
+                var items: UInt = 0
+                var after: UInt = 0
                 var data: UnsafeMutablePointer<UInt8>?
                 let status = XGetWindowProperty(display, window, property, 0, 16384, 1, 0, &type, &format, &items, &after, &data)
                 if let data { XFree(data) }
@@ -138,7 +141,9 @@ func runRateFlood(selection name: String, target: String, window depth: Int, int
         XConvertSelection(display, selection, targetAtom, property, window, UInt(CurrentTime))
     }
     XFlush(display)
-    var answered = 0, refused = 0, printed = 0
+    var answered = 0
+    var refused = 0
+    var printed = 0
     let interval = UInt64(intervalMilliseconds) * 1_000_000
     var intervalStart = nowNanoseconds()
     var event = XEvent()

@@ -25,67 +25,91 @@ private func seconds(_ name: String, help: String, default value: String) -> Opt
     .value(name, "SECONDS", help: help, default: value, check: .number(atLeast: 0))
 }
 
-let helper = Command("xselection-helper", abstract: "owns selections in a separate process for the tests", subcommands: [
-    Command("own", abstract: "own selections honestly through XSelection until killed", options: [
-        prefix(default: "_XSELECTION_TEST"), count(default: "1"), start, target,
-        .value("type", "TY", help: "the type of the reply (default: the target)"),
-        .value("format", "F", help: "the format of the reply", default: "8", check: .oneOf(["8", "16", "32"])),
-        .value("text", "S", help: "the text to serve, {i} standing for the selection's number", default: "hello"),
-        .value("file", "PATH", help: "serve the bytes of PATH exactly"),
-        whole("size", "BYTES", help: "serve BYTES bytes of a pattern"),
-        whole("incr-threshold", "BYTES", help: "the size from which replies go by INCR"),
-        .flag("if-free", help: "claim only selections nobody owns"),
-    ]),
-    Command("hostile", abstract: "own a selection as a misbehaving raw X client", options: [
-        selection(default: "_XSELECTION_HOSTILE"),
-        .value("behavior", "B", help: "how to misbehave", default: "silent",
-               check: .oneOf(["silent", "wrong-property", "no-property", "bad-format", "garbage", "huge-incr", "stall-incr",
-                              "die-mid-incr"])),
-        whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
-        whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
-        whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
-        whole("stall-after", "BYTES", help: "stall-incr stops sending after BYTES", default: "0"),
-    ]),
-    Command("steal", abstract: "take selections from their owners again and again", options: [
-        prefix(default: "_XSELECTION_TEST"), start, count(default: "1"),
-        whole("every-ms", "MS", help: "how often to take them", default: "50"),
-        .value("text", "S", help: "the text to serve", default: "hello"),
-    ]),
-    Command("stall-many", abstract: "own selections and never answer", options: [
-        prefix(default: "_XSELECTION_TEST"), start, count(default: "1"),
-    ]),
-    Command("flood", abstract: "ask for a selection as fast as the server lets", options: [
-        selection(default: "_XSELECTION_TEST"), target, seconds("seconds", help: "how long", default: "3"),
-        whole("window", "N", help: "how many requests may be outstanding", default: "2000"),
-        .flag("unread", help: "never read the replies"),
-        whole("distinct-windows", "N", help: "with --unread, how many requestor windows", default: "1"),
-    ]),
-    Command("request", abstract: "ask for a selection with raw Xlib and print what comes back", options: [
-        selection(default: "_XSELECTION_TEST"),
-        .value("targets", "T[,T2,...]", help: "the targets to ask for", default: "UTF8_STRING"),
-        whole("time", "T", help: "the timestamp of the request", default: "0"),
-        .flag("no-property", help: "ask with no property (the obsolete form)"),
-        seconds("deadline", help: "how long to wait", default: "5"),
-        .flag("die-after-first-chunk", help: "exit in the middle of an INCR transfer"),
-    ]),
-    Command("host-error-handler", abstract: "read through XSelection in a host that installed its own X error handler",
+let helper = Command(
+    "xselection-helper", abstract: "owns selections in a separate process for the tests",
+    subcommands: [
+        Command(
+            "own", abstract: "own selections honestly through XSelection until killed",
+            options: [
+                prefix(default: "_XSELECTION_TEST"), count(default: "1"), start, target,
+                .value("type", "TY", help: "the type of the reply (default: the target)"),
+                .value("format", "F", help: "the format of the reply", default: "8", check: .oneOf(["8", "16", "32"])),
+                .value("text", "S", help: "the text to serve, {i} standing for the selection's number", default: "hello"),
+                .value("file", "PATH", help: "serve the bytes of PATH exactly"),
+                whole("size", "BYTES", help: "serve BYTES bytes of a pattern"),
+                whole("incr-threshold", "BYTES", help: "the size from which replies go by INCR"),
+                .flag("if-free", help: "claim only selections nobody owns")
+            ]),
+        Command(
+            "hostile", abstract: "own a selection as a misbehaving raw X client",
+            options: [
+                selection(default: "_XSELECTION_HOSTILE"),
+                .value(
+                    "behavior", "B", help: "how to misbehave", default: "silent",
+                    check: .oneOf([
+                        "silent", "wrong-property", "no-property", "bad-format", "garbage", "huge-incr", "stall-incr",
+                        "die-mid-incr"
+                    ])),
+                whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
+                whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
+                whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
+                whole("stall-after", "BYTES", help: "stall-incr stops sending after BYTES", default: "0")
+            ]),
+        Command(
+            "steal", abstract: "take selections from their owners again and again",
+            options: [
+                prefix(default: "_XSELECTION_TEST"), start, count(default: "1"),
+                whole("every-ms", "MS", help: "how often to take them", default: "50"),
+                .value("text", "S", help: "the text to serve", default: "hello")
+            ]),
+        Command(
+            "stall-many", abstract: "own selections and never answer",
+            options: [
+                prefix(default: "_XSELECTION_TEST"), start, count(default: "1")
+            ]),
+        Command(
+            "flood", abstract: "ask for a selection as fast as the server lets",
+            options: [
+                selection(default: "_XSELECTION_TEST"), target, seconds("seconds", help: "how long", default: "3"),
+                whole("window", "N", help: "how many requests may be outstanding", default: "2000"),
+                .flag("unread", help: "never read the replies"),
+                whole("distinct-windows", "N", help: "with --unread, how many requestor windows", default: "1")
+            ]),
+        Command(
+            "request", abstract: "ask for a selection with raw Xlib and print what comes back",
+            options: [
+                selection(default: "_XSELECTION_TEST"),
+                .value("targets", "T[,T2,...]", help: "the targets to ask for", default: "UTF8_STRING"),
+                whole("time", "T", help: "the timestamp of the request", default: "0"),
+                .flag("no-property", help: "ask with no property (the obsolete form)"),
+                seconds("deadline", help: "how long to wait", default: "5"),
+                .flag("die-after-first-chunk", help: "exit in the middle of an INCR transfer")
+            ]),
+        Command(
+            "host-error-handler", abstract: "read through XSelection in a host that installed its own X error handler",
             options: [selection(default: "_XSELECTION_HOST")]),
-    Command("open", abstract: "open a display through XSelection and report how it went",
+        Command(
+            "open", abstract: "open a display through XSelection and report how it went",
             options: [.value("display", "D", help: "the display (default: $DISPLAY)")]),
-    Command("time", abstract: "time plain-Xlib reads: the baselines of the benchmark", options: [
-        .value("what", "WHAT", help: "what to time", default: "roundtrip",
-               check: .oneOf(["roundtrip", "unowned", "sequential", "pipelined"])),
-        prefix(default: "_XSELECTION_TIME_"), count(default: "100"), target,
-        whole("warmup", "W", help: "untimed passes", default: "10"),
-        whole("reps", "R", help: "timed passes", default: "50"),
-    ]),
-    Command("flood-rate", abstract: "keep a window of requests outstanding and print the rate per interval", options: [
-        selection(default: "_XSELECTION_TEST"), target,
-        whole("window", "K", help: "how many requests may be outstanding", default: "64"),
-        whole("interval-ms", "MS", help: "the length of an interval", default: "500"),
-        whole("intervals", "N", help: "how many intervals", default: "5"),
-    ]),
-])
+        Command(
+            "time", abstract: "time plain-Xlib reads: the baselines of the benchmark",
+            options: [
+                .value(
+                    "what", "WHAT", help: "what to time", default: "roundtrip",
+                    check: .oneOf(["roundtrip", "unowned", "sequential", "pipelined"])),
+                prefix(default: "_XSELECTION_TIME_"), count(default: "100"), target,
+                whole("warmup", "W", help: "untimed passes", default: "10"),
+                whole("reps", "R", help: "timed passes", default: "50")
+            ]),
+        Command(
+            "flood-rate", abstract: "keep a window of requests outstanding and print the rate per interval",
+            options: [
+                selection(default: "_XSELECTION_TEST"), target,
+                whole("window", "K", help: "how many requests may be outstanding", default: "64"),
+                whole("interval-ms", "MS", help: "the length of an interval", default: "500"),
+                whole("intervals", "N", help: "how many intervals", default: "5")
+            ])
+    ])
 
 let arguments = helper.parseOrExit()
 
@@ -101,7 +125,9 @@ func say(_ line: String) {
 
 switch arguments.name {
 case "own":
-    let prefix = value("prefix"), count = number("count"), start = number("start")
+    let prefix = value("prefix")
+    let count = number("count")
+    let start = number("start")
     let target = value("target")
     let bytes: [UInt8]
     if let file = arguments["file"] {
@@ -120,7 +146,9 @@ case "own":
         let owner = try SelectionOwner(options: .init(incrThreshold: arguments.integer("incr-threshold")))
         for index in start..<(start + count) {
             let name = SelectionName(count == 1 && !arguments.isGiven("count") ? prefix : "\(prefix)\(index)")
-            let data = !arguments.isGiven("text") ? bytes
+            let data =
+                !arguments.isGiven("text")
+                ? bytes
                 : Array(String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{i}", with: String(index)).utf8)
             let payload = SelectionPayload(target: target, type: arguments["type"] ?? target, format: number("format"), bytes: data)
             let result = try owner.claim(name, payloads: [payload], mode: arguments.has("if-free") ? .ifFree : .always)
@@ -134,7 +162,9 @@ case "own":
             for await event in owner.events {
                 switch event {
                 case .lost(let name, _): say("lost \(name)")
-                case .connectionLost: say("connection-lost"); exit(3)
+                case .connectionLost:
+                    say("connection-lost")
+                    exit(3)
                 }
             }
         }
@@ -144,33 +174,39 @@ case "own":
         exit(1)
     }
 case "steal":
-    runSteal(prefix: value("prefix"), start: number("start"), count: number("count"), milliseconds: number("every-ms"),
-             text: value("text"))
+    runSteal(
+        prefix: value("prefix"), start: number("start"), count: number("count"), milliseconds: number("every-ms"),
+        text: value("text"))
 case "stall-many":
     runStallMany(prefix: value("prefix"), start: number("start"), count: number("count"))
 case "hostile":
-    runHostile(selection: value("selection"), behavior: value("behavior"), size: number("size"),
-               announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"))
+    runHostile(
+        selection: value("selection"), behavior: value("behavior"), size: number("size"),
+        announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"))
 case "flood" where arguments.has("unread"):
-    runUnreadFlood(selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!,
-                   windows: number("distinct-windows"))
+    runUnreadFlood(
+        selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!,
+        windows: number("distinct-windows"))
 case "flood":
     runFlood(selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!, window: number("window"))
 case "request" where arguments.has("die-after-first-chunk"):
     runDyingRequest(selection: value("selection"), target: value("targets"))
 case "request":
-    runRequest(selection: value("selection"), targets: value("targets").split(separator: ",").map(String.init),
-               time: UInt(number("time")), noProperty: arguments.has("no-property"), deadline: arguments.number("deadline")!)
+    runRequest(
+        selection: value("selection"), targets: value("targets").split(separator: ",").map(String.init),
+        time: UInt(number("time")), noProperty: arguments.has("no-property"), deadline: arguments.number("deadline")!)
 case "host-error-handler":
     runHostWithErrorHandler(selection: value("selection"))
 case "open":
     runOpen(display: arguments["display"])
 case "time":
-    runTiming(what: value("what"), prefix: value("prefix"), count: number("count"), target: value("target"),
-              warmup: number("warmup"), reps: number("reps"))
+    runTiming(
+        what: value("what"), prefix: value("prefix"), count: number("count"), target: value("target"),
+        warmup: number("warmup"), reps: number("reps"))
 case "flood-rate":
-    runRateFlood(selection: value("selection"), target: value("target"), window: number("window"),
-                 intervalMilliseconds: number("interval-ms"), intervals: number("intervals"))
+    runRateFlood(
+        selection: value("selection"), target: value("target"), window: number("window"),
+        intervalMilliseconds: number("interval-ms"), intervals: number("intervals"))
 default:
     preconditionFailure("the parser let through a mode the helper does not run: \(arguments.name)")
 }

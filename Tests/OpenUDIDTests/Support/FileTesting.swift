@@ -7,8 +7,9 @@ final class TemporaryDirectory: Sendable {
 
     init() throws {
         let base = FileManager.default.temporaryDirectory.path + "/openudid-files-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: base, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         path = base
     }
 

@@ -9,7 +9,8 @@ struct SeededRandom: RandomNumberGenerator {
 
     /// A generator seeded from `OPENUDID_TEST_SEED`, or at random; prints the seed with `test`'s name.
     static func announced(_ test: String) -> SeededRandom {
-        let seed = ProcessInfo.processInfo.environment["OPENUDID_TEST_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["OPENUDID_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 0...UInt64.max)
         print("\(test): seed \(seed) (replay with OPENUDID_TEST_SEED=\(seed))")
         return SeededRandom(seed: seed)
