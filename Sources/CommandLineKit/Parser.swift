@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// What a command line asks for: help, the version, or a command to run.
 package enum Invocation: Sendable {
@@ -77,8 +77,8 @@ package struct ParsedCommand: Sendable {
 extension UsageError {
     /// Prints the error on standard error and exits with status 2.
     package func exit() -> Never {
-        FileHandle.standardError.write(Data((description + "\n").utf8))
-        Foundation.exit(Self.exitStatus)
+        writeAll(description + "\n", to: STDERR_FILENO)
+        Glibc.exit(Self.exitStatus)
     }
 }
 
@@ -91,8 +91,8 @@ extension Command {
             case .run(let parsed):
                 return parsed
             case .help(let text), .version(let text):
-                FileHandle.standardOutput.write(Data((text + "\n").utf8))
-                exit(0)
+                writeAll(text + "\n", to: STDOUT_FILENO)
+                Glibc.exit(0)
             }
         } catch {
             error.exit()
@@ -218,5 +218,22 @@ extension Command {
     /// The names of the commands in this tree that define `option`.
     private func commands(taking option: String) -> [String] {
         (self.option(named: option) == nil ? [] : [name]) + subcommands.flatMap { $0.commands(taking: option) }
+    }
+}
+
+/// Writes all of `text` to `descriptor` unbuffered, retrying short writes and
+/// EINTR; gives up quietly on any other error (a closed pipe must not crash a
+/// program that is about to exit).
+package func writeAll(_ text: String, to descriptor: Int32) {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written > 0 {
+            bytes = bytes.dropFirst(written)
+        } else if written < 0, errno == EINTR {
+            continue
+        } else {
+            return
+        }
     }
 }

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Synchronization
 
 /// Reads selections that other clients own, many at once.
 ///
@@ -12,7 +14,7 @@ import Foundation
 /// are served one after another.
 public final class SelectionReader: @unchecked Sendable {
     // `core` (and the connection inside it) is only touched with `lock` held.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var core: ReaderCore?
 
     /// Limits for one pass.
@@ -100,17 +102,17 @@ public final class SelectionReader: @unchecked Sendable {
 
     /// Closes the connection; later calls throw `closed`.
     public func close() {
-        lock.withLock {
+        lock.withLock { _ in
             core?.connection.close()
             core = nil
         }
     }
 
     private func withCore<T>(_ body: (ReaderCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let core else { throw .closed(display) }
-        return try body(core)
+        try lock.withLock { _ throws(XSelectionError) in
+            guard let core else { throw .closed(display) }
+            return try body(core)
+        }
     }
 }
 
@@ -145,8 +147,12 @@ public struct SelectionValue: Sendable, Equatable {
 
     /// The items of format-32 data.
     public var items32: [UInt32] {
-        stride(from: 0, to: bytes.count - bytes.count % 4, by: 4).map { index in
-            UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24
+        return stride(from: 0, to: bytes.count - bytes.count % 4, by: 4).map { (index: Int) -> UInt32 in
+            var item = UInt32(bytes[index])
+            item |= UInt32(bytes[index + 1]) << 8
+            item |= UInt32(bytes[index + 2]) << 16
+            item |= UInt32(bytes[index + 3]) << 24
+            return item
         }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A minimal top-level window that shows lines of text, for demos and example programs.
 ///

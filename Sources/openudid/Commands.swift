@@ -100,3 +100,42 @@ let tool = Command(
         given with --display cannot be opened.
         """
 )
+
+/// `slots --json`: every occupied slot, and the sources that could not be read.
+struct SlotsDocument: Encodable {
+    /// One slot; `slot` is null for a file slot, and either the record's fields or
+    /// `rejected` and `place` are present.
+    struct Entry: Encodable {
+        let entry: Survey.Entry
+
+        enum CodingKeys: String, CodingKey {
+            case kind, slot, owner, app, vendor, id, optOut, born, rejected, place
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(entry.kind, forKey: .kind)
+            try container.encode(entry.slot, forKey: .slot)
+            try container.encodeIfPresent(entry.holder?.description, forKey: .owner)
+            switch entry.record {
+            case .success(let record):
+                try container.encode(record.app, forKey: .app)
+                try container.encode(record.vendor, forKey: .vendor)
+                try container.encode(record.id.hex, forKey: .id)
+                try container.encode(record.optOut, forKey: .optOut)
+                try container.encode(record.born, forKey: .born)
+            case .failure(let rejection):
+                try container.encode(rejection.reason, forKey: .rejected)
+                try container.encode(rejection.place, forKey: .place)
+            }
+        }
+    }
+
+    let slots: [Entry]
+    let unavailable: [String]
+
+    init(_ survey: Survey) {
+        slots = survey.entries.map(Entry.init)
+        unavailable = survey.unavailable.map(\.description)
+    }
+}

@@ -1,7 +1,8 @@
 // openudid: the command-line face of the OpenUDID library. It parses, calls
 // the library, and prints; every decision lives in the library.
 import CommandLineKit
-import Foundation
+import FoundationEssentials
+import Glibc
 import OpenUDIDKit
 import XSelection
 
@@ -16,17 +17,27 @@ enum Exit {
 }
 
 func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("openudid: \(message)\n".utf8))
+    printLine("openudid: \(message)", to: STDERR_FILENO)
     exit(status)
 }
 
-func printLine(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+/// Prints `text` and a newline on standard output (or `descriptor`), unbuffered:
+/// a caller reading `serve`'s lines must see each as it comes.
+func printLine(_ text: String, to descriptor: Int32 = STDOUT_FILENO) {
+    writeAll(text + "\n", to: descriptor)
 }
 
-func printJSON(_ object: Any) {
-    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data("{}".utf8)
-    FileHandle.standardOutput.write(data + Data("\n".utf8))
+/// Prints `value` as pretty JSON with sorted keys.
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+    let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+    printLine(String(decoding: data, as: UTF8.self))
+}
+
+/// Left-aligns `text` in a column of `width` characters.
+func padded(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
 }
 
 // Every argument is checked here, before anything reads or writes a file: each
@@ -157,44 +168,25 @@ case "slots":
     let survey: Survey
     do { survey = try Survey.take(configuration: checkedConfiguration) } catch { fail(error.description, status: Exit.failure) }
     if parsed.has("json") {
-        printJSON([
-            "slots": survey.entries.map { entry -> [String: Any] in
-                var object: [String: Any] = ["kind": entry.kind, "slot": entry.slot.map { NSNumber(value: $0) } ?? NSNull()]
-                switch entry.record {
-                case .success(let record):
-                    object.merge([
-                        "app": record.app, "vendor": record.vendor, "id": record.id.hex, "optOut": record.optOut,
-                        "born": NSNumber(value: record.born)
-                    ]) { $1 }
-                case .failure(let rejection):
-                    object["rejected"] = rejection.reason
-                    object["place"] = rejection.place
-                }
-                if let holder = entry.holder { object["owner"] = holder.description }
-                return object
-            },
-            "unavailable": survey.unavailable.map(\.description)
-        ])
+        printJSON(SlotsDocument(survey))
     } else {
         printLine("SLOT           APP                            VENDOR           ID                                        OPTED-OUT BORN")
         for entry in survey.entries {
             // Wide enough for "selection 9999": a narrower column would cut "selection 10" to "selection 1".
-            let location = (entry.kind == "selection" ? "selection \(entry.slot ?? 0)" : "file").padding(
-                toLength: 14, withPad: " ", startingAt: 0)
+            let location = padded(entry.kind == "selection" ? "selection \(entry.slot ?? 0)" : "file", 14)
             switch entry.record {
             case .success(let record):
-                let born = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(record.born) / 1000))
+                let born = Date(timeIntervalSince1970: Double(record.born) / 1000).formatted(.iso8601)
                 printLine(
                     [
-                        location, record.app.padding(toLength: 30, withPad: " ", startingAt: 0),
-                        record.vendor.padding(toLength: 16, withPad: " ", startingAt: 0), record.id.hex,
-                        (record.optOut ? "yes" : "no").padding(toLength: 9, withPad: " ", startingAt: 0), born
+                        location, padded(record.app, 30), padded(record.vendor, 16), record.id.hex,
+                        padded(record.optOut ? "yes" : "no", 9), born
                     ].joined(separator: " "))
             case .failure(let rejection):
                 printLine("\(location) rejected: \(rejection)")
             }
         }
-        for status in survey.unavailable { FileHandle.standardError.write(Data("openudid: \(status)\n".utf8)) }
+        for status in survey.unavailable { printLine("openudid: \(status)", to: STDERR_FILENO) }
     }
 
 case "remove-app":

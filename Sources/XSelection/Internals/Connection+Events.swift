@@ -1,5 +1,6 @@
 import CX11
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Reading events and replies through libxcb, a bounded amount at a time.
 ///

@@ -1,5 +1,6 @@
 import CX11
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One connection to an X server, used by exactly one thread at a time.
 ///

@@ -1,5 +1,6 @@
 import CX11
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The serving side of `SelectionOwner`; lives on the owner's thread only.
 final class OwnerCore {

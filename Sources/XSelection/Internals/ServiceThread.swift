@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import Glibc
 import Synchronization
 
 /// A pipe whose read end wakes a thread blocked in `poll`.
@@ -59,7 +60,7 @@ final class ServiceThread<Core: AnyObject>: Sendable {
     /// returns when the thread should end (it calls `runJobs` when woken).
     init(name: String, makeCore: @escaping @Sendable () -> Core?, run: @escaping @Sendable (Core, ServiceThread<Core>) -> Void) {
         finished.enter()
-        let thread = Thread { [self] in
+        startThread { [self] in
             self.threadID.withLock { $0 = pthread_self() }
             defer { self.finished.leave() }
             guard let core = makeCore() else {
@@ -71,8 +72,6 @@ final class ServiceThread<Core: AnyObject>: Sendable {
             // Jobs that arrived after the loop ended still get an answer (an error).
             self.runJobs(core)
         }
-        thread.name = name
-        thread.start()
     }
 
     private func markStopped() { queue.withLock { $0.stopped = true } }
@@ -187,4 +186,29 @@ final class ResultBox<T: Sendable>: Sendable {
         guard semaphore.wait(timeout: .now() + .nanoseconds(nanos)) == .success else { return nil }
         return value.withLock { $0 }
     }
+}
+
+/// Runs `body` on a new detached POSIX thread. Threads of the library are
+/// plain POSIX threads: it links FoundationEssentials, which has no `Thread`.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Start: Sendable {
+        let body: @Sendable () -> Void
+        init(body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let start = Unmanaged.passRetained(Start(body: body)).toOpaque()
+    var thread = pthread_t()
+    let created = pthread_create(
+        &thread, nil,
+        { pointer in
+            let start = Unmanaged<Start>.fromOpaque(pointer!).takeRetainedValue()
+            start.body()
+            return nil
+        }, start)
+    guard created == 0 else {
+        // No thread: run nothing, and free what was handed over. The caller's
+        // waits time out and report the service as unavailable.
+        Unmanaged<Start>.fromOpaque(start).release()
+        return
+    }
+    pthread_detach(thread)
 }
