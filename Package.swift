@@ -1,16 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// How libopenudid.so is linked: the Swift runtime and Foundation from their
-// static archives (the group lets them resolve each other in any order),
+// How libopenudid.so is linked: the Swift runtime and FoundationEssentials
+// (not Foundation, nor its ICU data) from their static archives (the group lets them resolve each other in any order),
 // every symbol resolved at link time, a SONAME, and exports.map. The
 // toolchain's lld packs the relative relocations (DT_RELR, glibc 2.36 and
 // later), which saves a C host 1.7 MiB of relocation table read at load.
 let libopenudidLinkerFlags = [
     "-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
     "-Xlinker", "--start-group",
-    "-lFoundation", "-lCoreFoundation", "-lFoundationInternationalization", "-lFoundationEssentials",
-    "-l_FoundationCollections", "-l_FoundationICU", "-l_FoundationCShims", "-lswiftSynchronization",
+    "-lFoundationEssentials", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization",
     "-Xlinker", "--end-group",
     "-Xlinker", "-soname=libopenudid.so.1",
     "-Xlinker", "-z", "-Xlinker", "defs",

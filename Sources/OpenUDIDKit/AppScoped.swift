@@ -1,5 +1,6 @@
 import CGLib
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An identifier for one application, derived from the shared identifier.
 ///

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the per-vendor mirror lives.
 public enum MirrorChoice: Sendable, CustomStringConvertible {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 import XSelection
 
@@ -7,7 +9,7 @@ import XSelection
 /// owner of the engine.
 final class Engine: @unchecked Sendable {
     // Everything mutable (`reader`, `mirrorStore`) is touched only with `lock` held.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     let app: AppIdentity
     let configuration: OpenUDID.Configuration
     let paths: StoragePaths
@@ -35,7 +37,7 @@ final class Engine: @unchecked Sendable {
 
     /// The mirror store, chosen once (the automatic choice asks the session bus).
     var mirror: (any VendorMirrorStore)? {
-        lock.withLock {
+        lock.withLock { _ in
             if let chosen = mirrorChoice { return chosen }
             let chosen = Self.store(for: configuration.mirror, paths: paths, environment: configuration.environment)
             mirrorChoice = .some(chosen)
@@ -155,12 +157,12 @@ final class Engine: @unchecked Sendable {
     }
 
     private func connectedReader(_ display: String) throws(XSelectionError) -> SelectionReader {
-        lock.lock()
-        defer { lock.unlock() }
-        if let reader { return reader }
-        let opened = try SelectionReader(display: display)
-        reader = opened
-        return opened
+        try lock.withLock { _ throws(XSelectionError) in
+            if let reader { return reader }
+            let opened = try SelectionReader(display: display)
+            reader = opened
+            return opened
+        }
     }
 
     func connectedReaderForOwners(_ display: String) throws(XSelectionError) -> SelectionReader {
@@ -168,7 +170,7 @@ final class Engine: @unchecked Sendable {
     }
 
     private func dropReader() {
-        lock.withLock {
+        lock.withLock { _ in
             reader?.close()
             reader = nil
         }

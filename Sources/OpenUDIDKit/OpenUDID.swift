@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// One app's handle on the identifier that cooperating apps share in a user session.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Report: Encodable {
     /// The report as docs/PROTOCOL.md §12 describes it: plain values, and a

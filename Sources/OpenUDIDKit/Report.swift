@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A record that was found but not counted, and why.
 public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import XSelection
 
 /// Every occupied place where participants keep the identifier: the live

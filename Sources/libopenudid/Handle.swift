@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import OpenUDIDKit
 import Synchronization
 
@@ -76,7 +77,7 @@ final class ChangeListener: @unchecked Sendable {
     private let context: UnsafeMutableRawPointer?
     private let queue = DispatchQueue(label: "openudid.on_change")
     // `stopped` and `calling` are guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var stopped = false
     private var calling: pthread_t?
 

@@ -2,7 +2,8 @@
 // swift-format-ignore-file: AlwaysUseLowerCamelCase
 
 import COpenUDID
-import Foundation
+import FoundationEssentials
+import Glibc
 import OpenUDIDKit
 import Synchronization
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Milliseconds since the Unix epoch, the time unit of every record.
 enum Milliseconds {
@@ -42,6 +43,12 @@ enum Milliseconds {
         let yearText = (0...9999).contains(year) ? padded(year, 4) : String(year)
         return
             "\(yearText)-\(padded(month, 2))-\(padded(day, 2))T\(padded(hour, 2)):\(padded(minute, 2)):\(padded(second, 2)).\(padded(millisecond, 3))Z"
+    }
+
+    /// How a duration reads in a message: "2 s", "0.5 s", "0.25 s".
+    static func seconds(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds == seconds.rounded() && abs(seconds) < 1e15 ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 
     private static func padded(_ value: Int64, _ width: Int) -> String {

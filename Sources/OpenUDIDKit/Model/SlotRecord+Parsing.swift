@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension SlotRecord {
     /// The deepest nesting of arrays and objects a record may contain; the

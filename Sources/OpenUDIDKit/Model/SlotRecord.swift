@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What one app publishes about the shared identifier: the wire format of
 /// every slot, file slot, local cache and vendor mirror.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import XSelection
 
 /// The selection slots of one namespace: their names, and how records are

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// An advisory lock on a file (`flock(2)`), held until `release()` or until
@@ -102,18 +102,13 @@ final class FileLock {
                     Failure(
                         kind: .timedOut,
                         message: """
-                            another app held the lock \(path) for \(seconds(wait)); \
+                            another app held the lock \(path) for \(Milliseconds.seconds(wait)); \
                             this app went on without it, so apps starting at once may generate different identifiers
                             """))
             }
             usleep(2_000)
         }
         return .success(FileLock(descriptor: descriptor))
-    }
-
-    private static func seconds(_ duration: Duration) -> String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        return String(format: "%g s", seconds)
     }
 
     /// Renames whatever stands at `path` to `<path>.corrupt-<milliseconds>`, never over an existing name.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One app's own copy of the identifier, and its own opt-out choice.
 ///

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where OpenUDID keeps its files, following the XDG Base Directory specification.
 ///

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A vendor mirror kept in plain files, for sessions without a Secret Service.
 ///

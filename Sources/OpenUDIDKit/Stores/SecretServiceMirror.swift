@@ -1,6 +1,7 @@
 import CLibSecret
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The per-vendor mirror kept in the freedesktop Secret Service (gnome-keyring,
 /// KeePassXC, KWallet's Secret Service).
@@ -329,8 +330,7 @@ private final class DeadlineTimer: @unchecked Sendable {
 
     /// How the deadline reads in a message: "2 s", "0.5 s".
     var description: String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%g s", seconds)
+        Milliseconds.seconds(duration)
     }
 
     /// Stops the timer and drops the caller's reference; the timer's follows in its cancel handler.
