@@ -91,14 +91,20 @@ final class Engine: @unchecked Sendable {
         var held: SlotRecord?
     }
 
-    func gather(now: Date) -> Gathered {
+    /// Reads every source. `held` is the app's value from its last resolution,
+    /// which the selection pass needs to know when it may settle early.
+    func gather(now: Date, held: SlotRecord? = nil) -> Gathered {
         // The selection pass spends most of its time waiting for other processes
         // to answer; the files and the mirror are read meanwhile, not after it.
+        // The pass may end early once the ballots in hand settle the vote, and
+        // the file slots and cache are part of that hand.
         let group = DispatchGroup()
         let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus])>(([], [], []))
+        let durableInHand = DurableInHand()
+        let settled = settlement(durableInHand: durableInHand, held: held, now: now)
         DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
             var part = Gathered()
-            gatherSelections(into: &part, now: now)
+            gatherSelections(into: &part, now: now, settled: settled)
             selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
         }
         var gathered = Gathered()
@@ -111,6 +117,8 @@ final class Engine: @unchecked Sendable {
             gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
+        let localCandidates = gathered.candidates
+        durableInHand.candidates.withLock { $0 = localCandidates }
         gatherMirror(into: &gathered, now: now)
         group.wait()
         // Selections first, as if they had been read first: the same order every time.
@@ -122,7 +130,30 @@ final class Engine: @unchecked Sendable {
         return gathered
     }
 
-    private func gatherSelections(into gathered: inout Gathered, now: Date) {
+    /// Whether the selection readings in hand, with the file slots and local
+    /// cache once they are read, settle the vote against the X clients that
+    /// still owe an answer (`Resolution.isSettled`). Nothing is settled before
+    /// the files are read: a durable ballot there may be what settles it.
+    private func settlement(
+        durableInHand: DurableInHand, held: SlotRecord?, now: Date
+    ) -> @Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool {
+        let keepsFiles = configuration.usesFiles
+        let policy = configuration.policy
+        let app = app.id
+        return { readings, outstanding in
+            guard let durable = durableInHand.candidates.withLock({ $0 }) else { return false }
+            let resolution = Resolution.resolve(
+                candidates: durable + readings.compactMap(\.candidate), local: nil, held: held, keepsFiles: keepsFiles,
+                policy: policy, app: app
+            ) { (Identifier.random(), Milliseconds.since1970(now)) }
+            return Resolution.isSettled(resolution, outstanding: outstanding)
+        }
+    }
+
+    private func gatherSelections(
+        into gathered: inout Gathered, now: Date,
+        settled: (@Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool)? = nil
+    ) {
         guard let display = configuration.displayName else {
             let why = configuration.usesSelections ? "no X display (DISPLAY is unset)" : "selections are turned off"
             gathered.sources.append(SourceStatus("selections", configuration.usesSelections ? .unavailable(why) : .notUsed(why)))
@@ -132,19 +163,19 @@ final class Engine: @unchecked Sendable {
             let reader = try connectedReader(display)
             let readings: [SelectionSlots.Reading]
             do throws(XSelectionError) {
-                readings = try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now)
+                readings = try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now, settled: settled)
             } catch {
                 // The server went away since the last pass: reconnect once.
                 dropReader()
-                readings = try slots.readAll(with: try connectedReader(display), deadline: configuration.readDeadline, now: now)
+                readings = try slots.readAll(
+                    with: try connectedReader(display), deadline: configuration.readDeadline, now: now, settled: settled)
             }
             var count = 0
             for reading in readings {
                 switch reading.result {
-                case .success(let record):
+                case .success:
                     count += 1
-                    gathered.candidates.append(
-                        Candidate(record, from: .selection(slot: reading.index, client: reading.holder?.client.rawValue ?? 0)))
+                    if let candidate = reading.candidate { gathered.candidates.append(candidate) }
                 case .failure(let rejection):
                     gathered.rejected.append(rejection)
                 }
@@ -263,7 +294,7 @@ final class Engine: @unchecked Sendable {
     ///     unreadable slot or a lost X server never makes it forget.
     func resolve(slot: Int?, held: SlotRecord? = nil) -> Report {
         let now = Date()
-        var gathered = gather(now: now)
+        var gathered = gather(now: now, held: held)
         if let optOut = currentOptOut(gathered) {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
         }
@@ -430,4 +461,11 @@ extension Engine {
             return holder == nil
         }
     }
+}
+
+/// The durable ballots a pass has in hand (the file slots and local cache),
+/// handed from the thread that reads the files to the one reading selections;
+/// nil until the files are read.
+private final class DurableInHand: Sendable {
+    let candidates = Mutex<[Candidate]?>(nil)
 }

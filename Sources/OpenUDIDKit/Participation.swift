@@ -69,6 +69,11 @@ final class ParticipationCore: @unchecked Sendable {
     private var scheduled = false
     private var stopped = false
     private var reconnecting = false
+    /// The wait before reading again the slots a settled vote did not wait
+    /// for, doubled each time they still do not answer; nil when none is due.
+    private var lateReadDelay: Duration?
+    /// The longest wait between reads of slots that do not answer.
+    private static let lateReadLongest: Duration = .seconds(30)
 
     private var engine: Engine { udid.engine }
     private var slots: SelectionSlots { udid.engine.slots }
@@ -220,6 +225,36 @@ final class ParticipationCore: @unchecked Sendable {
         udid.remember(fresh)
         if fresh.identifier != previous {
             continuation.yield(Participation.Change(identifier: fresh.identifier, report: fresh))
+        }
+        scheduleLateRead(fresh.notAwaited.isEmpty)
+    }
+
+    /// A settled vote did not wait for some slots (a frozen or slow app): read
+    /// again after 1 s, then 2, 4 … up to 30 s while they stay silent, so that
+    /// an app that thaws is heard. Its slot's owner did not change, so XFixes
+    /// would not tell. On `queue` only.
+    private func scheduleLateRead(_ everyoneAnswered: Bool) {
+        if everyoneAnswered {
+            lateReadDelay = nil
+            return
+        }
+        guard lateReadDelay == nil else { return }
+        let delay = Duration.seconds(1)
+        lateReadDelay = delay
+        lateRead(after: delay)
+    }
+
+    private func lateRead(after delay: Duration) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            guard let self, !self.stopped, self.lateReadDelay != nil else { return }
+            self.resolveAndPublish()
+            // Still silent: wait longer before the next try.
+            guard let current = self.lateReadDelay, self.report?.notAwaited.isEmpty == false else { return }
+            let next = min(current * 2, Self.lateReadLongest)
+            self.lateReadDelay = next
+            self.lateRead(after: next)
         }
     }
 

@@ -9,8 +9,8 @@ public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
     public let reason: String
     /// Why it was not counted, as a stable token for programs: a record
     /// rejection's token (`duplicate-key`, `in-future`, … docs/PROTOCOL.md §3),
-    /// or `wrong-type`, `refused`, `no-answer`, `unreadable`, `too-many-files`,
-    /// `generation-lock` (§12).
+    /// or `wrong-type`, `refused`, `no-answer`, `owner-changed`, `not-awaited`,
+    /// `unreadable`, `too-many-files`, `generation-lock` (§12).
     public let code: String
 
     /// Creates a rejection.
@@ -125,6 +125,11 @@ public struct Report: Sendable {
     public let sources: [SourceStatus]
     /// Records found but not counted.
     public let rejected: [Rejection]
+
+    /// The selection slots the vote did not wait for: their owners had not
+    /// answered when the answers in hand settled it (docs/PROTOCOL.md,
+    /// "Settling early"). They are among `rejected`, with the code `not-awaited`.
+    public var notAwaited: [Rejection] { rejected.filter { $0.code == "not-awaited" } }
     /// What was written where afterwards.
     public let repairs: [Repair]
     /// The mirror store used (`secret-service`, `file`), or nil for none.

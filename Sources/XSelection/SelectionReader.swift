@@ -31,12 +31,34 @@ public final class SelectionReader: @unchecked Sendable {
         /// for, as simple requestors do; it costs a round trip or more per selection and is there to spare
         /// owners that cannot take a burst, and to measure what pipelining saves.
         public var pipelineDepth: Int?
+        /// Asked, while answers are outstanding, whether the caller already knows
+        /// all it needs; `true` ends the pass early, and the selections still
+        /// outstanding are reported as `ReadOutcome.notAwaited`. nil (the
+        /// default) waits for every answer up to the deadline.
+        ///
+        /// It is asked only when the pass would otherwise wait (every answer that
+        /// has arrived is handled first) and only after the owners have had a
+        /// fair chance: once at least one owner has answered, and after
+        /// `settlePatience` or twice the median time the answers of this
+        /// pass took, whichever is longer. So a slow but live
+        /// owner on a busy machine is still waited for, and a frozen one costs a
+        /// few milliseconds instead of the deadline. It runs on the calling
+        /// thread, inside the pass.
+        public var settled: (@Sendable (ReadProgress) -> Bool)?
+        /// The least time a pass waits for answers before it asks `settled`.
+        public var settlePatience: Duration
 
-        /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap and a fully pipelined pass.
-        public init(deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024, pipelineDepth: Int? = nil) {
+        /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap, a
+        /// fully pipelined pass, and no early end.
+        public init(
+            deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024, pipelineDepth: Int? = nil,
+            settled: (@Sendable (ReadProgress) -> Bool)? = nil, settlePatience: Duration = .milliseconds(5)
+        ) {
             self.deadline = deadline
             self.maxBytes = maxBytes
             self.pipelineDepth = pipelineDepth
+            self.settled = settled
+            self.settlePatience = settlePatience
         }
     }
 
@@ -157,6 +179,23 @@ public struct SelectionValue: Sendable, Equatable {
     }
 }
 
+/// Where a pass stands, as `SelectionReader.Options.settled` sees it.
+public struct ReadProgress: Sendable {
+    /// The selections that have their outcome.
+    public let answered: [SelectionName: ReadOutcome]
+    /// The selections still outstanding, with the owner the owner query named.
+    public let outstanding: [SelectionName: SelectionHolder]
+    /// The time since the pass began.
+    public let elapsed: Duration
+
+    /// Describes a pass's progress.
+    public init(answered: [SelectionName: ReadOutcome], outstanding: [SelectionName: SelectionHolder], elapsed: Duration) {
+        self.answered = answered
+        self.outstanding = outstanding
+        self.elapsed = elapsed
+    }
+}
+
 /// What reading one selection gave.
 public enum ReadOutcome: Sendable, Equatable {
     /// Nobody owns the selection.
@@ -175,6 +214,9 @@ public enum ReadOutcome: Sendable, Equatable {
     /// answer, so whoever answered is not known for certain; the answer is not
     /// given. Reading again tells. Detected where the server has XFixes.
     case ownerChanged(owner: SelectionHolder?)
+    /// The pass ended before this selection answered, because the caller's
+    /// `SelectionReader.Options.settled` said it needed no more answers.
+    case notAwaited(owner: SelectionHolder?)
 
     /// The value, when there is one.
     public var value: SelectionValue? {

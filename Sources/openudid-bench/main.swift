@@ -131,6 +131,7 @@ do {
     try section("busy") {
         let identifier = try bench.prepareBusyNamespace()
         try bench.coldValue(expected: identifier)
+        try bench.frozenParticipant()
         try bench.footprint(expected: identifier)
         try bench.cHostFootprint()
         bench.stopOwners()

@@ -64,7 +64,7 @@ import Testing
         #expect(resolution.conflicts.map(\.app) == expect["conflicts"] as? [String])
     }
 
-    private static func source(_ object: [String: Any]) throws -> Candidate.Source {
+    static func source(_ object: [String: Any]) throws -> Candidate.Source {
         switch object["kind"] as? String {
         case "selection":
             return .selection(slot: object["slot"] as? Int ?? -1, client: object["client"] as? UInt32 ?? 0)
@@ -81,5 +81,48 @@ import Testing
 
     struct VectorError: Error, CustomStringConvertible {
         let description: String
+    }
+}
+
+/// The settling cases of docs/vectors/settle.json: the vote over the records in
+/// hand, and whether the outstanding clients could still change it.
+@Suite struct SettleVectorTests {
+    static let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../docs/vectors/settle.json").standardized
+
+    static func document() -> [String: Any] {
+        guard let data = try? Data(contentsOf: file),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
+        return object
+    }
+
+    static let cases: [VoteVectorTests.Case] = (document()["cases"] as? [[String: Any]] ?? []).enumerated().map { index, object in
+        VoteVectorTests.Case(name: object["name"] as? String ?? "?", index: index)
+    }
+
+    @Test func theVectorFileIsThereAndHasBothOutcomes() {
+        let settled = (Self.document()["cases"] as? [[String: Any]] ?? []).map { $0["settled"] as? Bool }
+        #expect(settled.count >= 10, "docs/vectors/settle.json at \(Self.file.path)")
+        #expect(settled.contains(true) && settled.contains(false))
+    }
+
+    @Test(arguments: cases)
+    func settlesAsTheVectorSays(_ vector: VoteVectorTests.Case) throws {
+        let document = Self.document()
+        let object = try #require((document["cases"] as? [[String: Any]])?[vector.index])
+        let now = Date(timeIntervalSince1970: Double(document["now"] as? Int64 ?? 0) / 1000)
+        let candidates = try (object["candidates"] as? [[String: Any]] ?? []).map { entry in
+            let record = try SlotRecord.parse(Data((entry["record"] as? String ?? "").utf8), now: now)
+            return Candidate(record, from: try VoteVectorTests.source(entry["source"] as? [String: Any] ?? [:]))
+        }
+        let held = try (object["held"] as? String).map { try SlotRecord.parse(Data($0.utf8), now: now) }
+        let resolution = Resolution.resolve(
+            candidates: candidates, local: nil, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
+            app: object["app"] as? String
+        ) { (Identifier.random(), 0) }
+        let outstanding = Set((object["outstanding"] as? [Int] ?? []).map { UInt32($0) })
+        let expected = try #require(object["settled"] as? Bool)
+        #expect(Resolution.isSettled(resolution, outstanding: outstanding) == expected)
     }
 }

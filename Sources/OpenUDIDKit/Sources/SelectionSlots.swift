@@ -49,14 +49,34 @@ struct SelectionSlots: Sendable {
         var index: Int
         var holder: SelectionHolder?
         var result: Result<SlotRecord, Rejection>
+
+        /// The ballot this reading casts, when it holds a record.
+        var candidate: Candidate? {
+            guard case .success(let record) = result else { return nil }
+            return Candidate(record, from: .selection(slot: index, client: holder?.client.rawValue ?? 0))
+        }
     }
 
     /// Reads every slot in one pipelined pass; slots whose owner refuses the
     /// record target are asked again for `UTF8_STRING`, which simpler
     /// implementations (a Tk script) may be all they serve.
-    func readAll(with reader: SelectionReader, deadline: Duration, now: Date) throws(XSelectionError) -> [Reading] {
+    ///
+    /// With `settled`, the pass ends as soon as it says the readings in hand
+    /// (given with the X clients still owing an answer) settle the vote;
+    /// the slots not waited for are rejected with the code `not-awaited`.
+    func readAll(
+        with reader: SelectionReader, deadline: Duration, now: Date,
+        settled: (@Sendable (_ readings: [Reading], _ outstanding: Set<UInt32>) -> Bool)? = nil
+    ) throws(XSelectionError) -> [Reading] {
         let started = ContinuousClock.now
-        let options = SelectionReader.Options(deadline: deadline, maxBytes: SlotRecord.maximumSize)
+        var options = SelectionReader.Options(deadline: deadline, maxBytes: SlotRecord.maximumSize)
+        if let settled {
+            options.settled = { progress in
+                settled(
+                    readings(from: progress.answered, deadline: deadline, now: now),
+                    Set(progress.outstanding.values.map(\.client.rawValue)))
+            }
+        }
         var outcomes = try reader.read(names, target: Self.recordTarget, options: options)
         let refused = outcomes.filter { if case .refused = $0.value { return true } else { return false } }.map(\.key)
         let remaining = deadline - (ContinuousClock.now - started)
@@ -65,6 +85,11 @@ struct SelectionSlots: Sendable {
                 refused, target: "UTF8_STRING", options: .init(deadline: remaining, maxBytes: SlotRecord.maximumSize))
             outcomes.merge(retry) { _, new in new }
         }
+        return readings(from: outcomes, deadline: deadline, now: now)
+    }
+
+    /// What `outcomes` hold for the vote, in slot order: a record or a rejection per occupied slot.
+    func readings(from outcomes: [SelectionName: ReadOutcome], deadline: Duration, now: Date) -> [Reading] {
         var readings: [Reading] = []
         for (name, outcome) in outcomes {
             guard let index = index(of: name) else { continue }
@@ -118,6 +143,14 @@ struct SelectionSlots: Sendable {
                             Rejection(
                                 place, "the slot changed owner while it was read, so whose answer it was is not known",
                                 code: "owner-changed"))))
+            case .notAwaited(let holder):
+                readings.append(
+                    Reading(
+                        index: index, holder: holder,
+                        result: .failure(
+                            Rejection(
+                                place, "not waited for: the answers in hand settled the vote, which this slot could not change",
+                                code: "not-awaited"))))
             }
         }
         return readings.sorted { $0.index < $1.index }

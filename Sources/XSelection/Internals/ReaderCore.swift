@@ -65,6 +65,8 @@ final class ReaderCore {
         var type: UInt = 0
         /// A PropertyNotify(NewValue) that arrived while a read was still in flight.
         var newValueSeen = false
+        /// When the outcome came, for the pass's patience before it may settle.
+        var answeredAfter: Duration?
 
         var isDone: Bool { if case .done = stage { return true } else { return false } }
     }
@@ -80,7 +82,8 @@ final class ReaderCore {
         ReadOutcome]
     {
         try connection.checkAlive()
-        let deadline = ContinuousClock.now + options.deadline
+        let started = ContinuousClock.now
+        let deadline = started + options.deadline
         let unique = Array(Set(selections)).sorted()
         guard !unique.isEmpty else { return [:] }
         let atoms = try connection.atoms(unique.map(\.rawValue) + [target])
@@ -149,13 +152,35 @@ final class ReaderCore {
                 progressed = true
             }
             if progressed {
+                for index in active where slots[index].isDone && slots[index].answeredAfter == nil {
+                    slots[index].answeredAfter = ContinuousClock.now - started
+                }
                 active.removeAll { slots[$0].isDone }
                 issueUpToDepth()
                 connection.flush()
                 continue
             }
-            guard ContinuousClock.now < deadline else { break }
-            if connection.waitReadable(until: deadline).x {
+            let now = ContinuousClock.now
+            guard now < deadline else { break }
+            // Nothing to handle: the pass would wait. Ask the caller whether the
+            // answers in hand settle it, once the owners have had their chance.
+            var wakeAt = deadline
+            if let settled = options.settled, let patience = settlePatience(slots, floor: options.settlePatience) {
+                if now - started >= patience {
+                    if settled(progress(slots, elapsed: now - started)) {
+                        for index in slots.indices where !slots[index].isDone {
+                            // No owner at the owner query: nobody there to wait for.
+                            let owner = slots[index].owner
+                            slots[index].stage = .done(owner == nil ? .noOwner : .notAwaited(owner: owner))
+                        }
+                        break
+                    }
+                    // Asked again when something arrives, or at the deadline.
+                } else {
+                    wakeAt = min(deadline, started + patience)
+                }
+            }
+            if connection.waitReadable(until: wakeAt).x {
                 _ = connection.pending()
             }
         }
@@ -165,6 +190,16 @@ final class ReaderCore {
         }
         try connection.checkAlive()
 
+        var outcomes = finishedOutcomes(slots)
+        for slot in slots where !slot.isDone {
+            outcomes[slot.name] = .timedOut(owner: slot.owner)
+        }
+        return outcomes
+    }
+
+    /// The outcomes of the slots that are done, with each value's type named
+    /// (the names are asked in one batch, and the connection keeps them).
+    private func finishedOutcomes(_ slots: [Slot]) -> [SelectionName: ReadOutcome] {
         var outcomes: [SelectionName: ReadOutcome] = [:]
         let typeNames = connection.names(
             of: slots.compactMap { slot in
@@ -182,10 +217,32 @@ final class ReaderCore {
             case .done(let outcome):
                 outcomes[slot.name] = outcome
             default:
-                outcomes[slot.name] = .timedOut(owner: slot.owner)
+                break
             }
         }
         return outcomes
+    }
+
+    /// How long a pass waits before it may settle: `floor`, or twice the
+    /// median time this pass's owners took to answer, whichever is longer;
+    /// nil while no owner has answered (there is no measure of a fair chance
+    /// yet, and the machine may just be busy).
+    private func settlePatience(_ slots: [Slot], floor: Duration) -> Duration? {
+        let times = slots.compactMap { slot -> Duration? in
+            guard slot.owner != nil, case .done(let outcome) = slot.stage, outcome != .noOwner else { return nil }
+            return slot.answeredAfter
+        }.sorted()
+        guard !times.isEmpty else { return nil }
+        return max(floor, times[times.count / 2] * 2)
+    }
+
+    /// The pass as `Options.settled` sees it.
+    private func progress(_ slots: [Slot], elapsed: Duration) -> ReadProgress {
+        var outstanding: [SelectionName: SelectionHolder] = [:]
+        for slot in slots where !slot.isDone {
+            if let owner = slot.owner { outstanding[slot.name] = owner }
+        }
+        return ReadProgress(answered: finishedOutcomes(slots), outstanding: outstanding, elapsed: elapsed)
     }
 
     /// Starts or stops XFixes reporting owner changes of `slots` to this connection.
