@@ -109,11 +109,13 @@ func runLab(quick: Bool, fileMirror: Bool) throws(LabError) -> LabReport {
     }
     notes += runner.notes
     say("the columns ran \(runner.processCount) openudid processes")
-    return LabReport(scenarios: results, mirrorStore: keyring == nil ? "file" : "secret-service", notes: notes, quick: quick)
+    return LabReport(
+        scenarios: results, mirrorStore: keyring == nil ? "file" : "secret-service", notes: notes, quick: quick,
+        processCount: runner.processCount)
 }
 
 let began = Date()
-let report: LabReport
+var report: LabReport
 do {
     report = try runLab(quick: quick, fileMirror: fileMirror)
 } catch {
@@ -125,6 +127,7 @@ do {
     exit(1)
 }
 let seconds = Date().timeIntervalSince(began)
+report.seconds = seconds
 
 // MARK: Writing
 
