@@ -344,6 +344,12 @@ enum QuickLab {
         } else {
             #expect(lab.look("sandbox", "reinstall", "vendor-mirror", photos)?.outcome == "new")
         }
+        // The user's opt-out lives in the user's config directory, which a sandbox does not see:
+        // the sandboxed apps keep reporting their identifier, where the same apps outside report zeros.
+        for app in groupOne {
+            #expect(lab.look("sandbox", "opt-out-all", "selection-file", app)?.outcome == "same", "\(app)")
+            #expect(lab.look("user-resets", "opt-out-all", "selection-file", app)?.outcome == "zero", "\(app)")
+        }
     }
 
     @Test func withoutAnXServerTheSelectionsAreGoneAndTheFilesStillShare() throws {

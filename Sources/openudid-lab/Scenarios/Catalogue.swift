@@ -112,7 +112,10 @@ enum Catalogue {
                     actions: [.stop(one), .start(one, .sandboxedWithoutX11)]),
                 Step(
                     key: "reinstall", label: "reinstall", title: "photos removed and reinstalled, sandboxed without the X11 socket",
-                    actions: [.remove([photos]), .start([photos], .sandboxedWithoutX11)])
+                    actions: [.remove([photos]), .start([photos], .sandboxedWithoutX11)]),
+                Step(
+                    key: "opt-out-all", label: "opt out", title: "the user opts out of OpenUDID for every app (apps restart)",
+                    actions: [.stop(one), .optOutEverywhere(), .start(one, .sandboxedWithoutX11)])
             ], isQuick: true),
         Scenario(
             key: "no-x-server", title: "No X server",
