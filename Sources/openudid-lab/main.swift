@@ -12,8 +12,10 @@ let lab = Command(
     discussion: """
         Runs every scenario against every mechanism on a private Xvfb, a private
         session bus with gnome-keyring (or the file store when none can start) and
-        private homes, and writes DIR/lab.md (the table), DIR/lab.json (every
-        identifier, for scripts) and DIR/lab.svg (the timeline).
+        private machines (a home, a machine id, network interfaces and system
+        settings, all made up for the run), and writes DIR/lab.md (the tables),
+        DIR/lab.json (every identifier, for scripts) and DIR/lab.svg (the
+        timeline). It prints how long the run took.
         """,
     options: [
         .value("out", "DIR", help: "where to write", default: "out/lab", mayRepeat: true),
@@ -109,11 +111,13 @@ func runLab(quick: Bool, fileMirror: Bool) throws(LabError) -> LabReport {
     }
     notes += runner.notes
     say("the columns ran \(runner.processCount) openudid processes")
-    return LabReport(scenarios: results, mirrorStore: keyring == nil ? "file" : "secret-service", notes: notes, quick: quick)
+    return LabReport(
+        scenarios: results, mirrorStore: keyring == nil ? "file" : "secret-service", notes: notes, quick: quick,
+        processCount: runner.processCount)
 }
 
 let began = Date()
-let report: LabReport
+var report: LabReport
 do {
     report = try runLab(quick: quick, fileMirror: fileMirror)
 } catch {
@@ -125,6 +129,7 @@ do {
     exit(1)
 }
 let seconds = Date().timeIntervalSince(began)
+report.seconds = seconds
 
 // MARK: Writing
 

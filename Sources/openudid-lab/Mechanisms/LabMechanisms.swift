@@ -10,7 +10,7 @@ struct Preferences {
     /// Keeps one column's preferences apart from another's in the same app directory.
     let namespace: String
 
-    private var directory: String { site.machine.home.data + "/" + app.id }
+    private var directory: String { site.dataHome + "/" + app.id }
     private var uuidFile: String { directory + "/" + namespace + ".uuid" }
     private var optOutFile: String { directory + "/" + namespace + ".opted-out" }
 
@@ -93,8 +93,8 @@ final class LocalMechanism: Mechanism {
             return try preferences.storedUUID()
         case .machineScoped:
             return AppScopedIdentifier(key: try site.machine.machineID(), message: Array(app.id.utf8)).uuidString
-        case .selection, .selectionAndFile, .vendorMirror:
-            preconditionFailure("\(kind) is not computed by the lab")
+        default:
+            preconditionFailure("\(kind) is not computed by LocalMechanism")
         }
     }
 }

@@ -30,7 +30,7 @@ final class ToolMechanism: Mechanism {
             case .selection: ["--no-files", "--mirror", "none"]
             case .selectionAndFile: ["--mirror", "none"]
             case .vendorMirror: ["--mirror", mirror]
-            case .freshUUID, .cachedUUID, .machineScoped: preconditionFailure("\(kind) does not run the tool")
+            default: preconditionFailure("\(kind) does not run the tool")
             }
         options = columnOptions + ["--namespace", namespace]
     }

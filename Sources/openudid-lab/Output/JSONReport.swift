@@ -17,8 +17,12 @@ enum JSONReport {
             "outcomes": [
                 "same": "the identifier the app had the last time it looked (first look: one an app had at an earlier step)",
                 "new": "another identifier (first look: one no app had before)",
-                "zero": "all zeros: the app opted out"
+                "zero": "all zeros: the app or the user opted out, or the user limited ad tracking",
+                "unavailable": "no value: the service that would give one is not there"
             ],
+            "seconds": report.seconds.map { NSNumber(value: ($0 * 10).rounded() / 10) } ?? NSNull(),
+            "processes": report.processCount,
+            "seedScenario": Catalogue.seedKey,
             "mechanisms": report.mechanisms.map { kind in
                 ["key": kind.rawValue, "title": kind.title, "likeness": kind.likeness, "method": kind.method]
             },

@@ -8,6 +8,10 @@ struct LabReport: Sendable {
     let notes: [String]
     /// Whether only the `--quick` scenarios ran.
     let quick: Bool
+    /// How many `openudid` processes the columns ran.
+    var processCount = 0
+    /// How long the run took, in seconds, once it is known.
+    var seconds: Double?
 
     /// The columns, in table order.
     var mechanisms: [MechanismKind] { MechanismKind.allCases }

@@ -2,11 +2,11 @@
 enum MarkdownTable {
     /// The table, its legend and notes; `picture`, if given, is the path of the SVG to show under it.
     static func render(_ report: LabReport, picture: String? = nil) -> String {
-        var lines: [String] = []
+        var lines = seedTable(report)
         let headings = report.mechanisms.map { "\($0.title)<br><sub>\($0.likeness)</sub>" }
         lines.append("| Scenario | Step | " + headings.joined(separator: " | ") + " |")
         lines.append("|---|---|" + String(repeating: "---|", count: headings.count))
-        for scenario in report.scenarios {
+        for scenario in report.scenarios where scenario.scenario.key != Catalogue.seedKey {
             for (index, step) in scenario.steps.enumerated() {
                 let name = index == 0 ? "**\(scenario.scenario.title)**" : ""
                 let cells = report.mechanisms.map { text(Summary(step.cells[$0] ?? [])) }
@@ -18,7 +18,8 @@ enum MarkdownTable {
             """
             Each cell is what the apps running after that step saw, measured from real processes and judged against \
             what each had before: **same** (for an app's first look: an identifier an app had at an earlier step), \
-            **new** (for a first look: one no app had before), **zero** (opted out). \
+            **new** (for a first look: one no app had before), **zero** (the app or the user opted out, or the user \
+            limited ad tracking), *unavailable* (no service gives a value). \
             *shared*: every app that looked saw one identifier; *3 ids*: they saw three different ones; \
             (photos: **new**): the apps that fared otherwise. \
             Apps: notes and photos of one vendor (com.acme), chess of another (org.indie); \
@@ -30,6 +31,13 @@ enum MarkdownTable {
         }
         lines.append("")
         lines.append(([report.mirrorSentence] + report.notes).joined(separator: " "))
+        if let seconds = report.seconds {
+            let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
+            lines.append("")
+            lines.append(
+                "The run took \(Int(seconds.rounded())) s: \(report.scenarios.count) scenarios, \(steps) steps, "
+                    + "\(report.mechanisms.count) columns, \(report.processCount) `openudid` processes.")
+        }
         if report.quick {
             lines.append("")
             lines.append("This was a `--quick` run: only some scenarios ran.")
@@ -39,6 +47,25 @@ enum MarkdownTable {
             lines.append("![Timeline: steps across, apps down, one colour per identifier](\(picture))")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The four events of the classic comparison, one row per column, or nothing
+    /// when that scenario did not run.
+    static func seedTable(_ report: LabReport) -> [String] {
+        guard let seed = report.scenarios.first(where: { $0.scenario.key == Catalogue.seedKey }) else { return [] }
+        let apps = LabApp.all.filter { app in seed.steps.contains { $0.cells.values.contains { $0.contains { $0.app == app } } } }
+        var lines = [
+            "**\(seed.scenario.title)**: \(seed.scenario.purpose) (\(apps.map(\.name).joined(separator: ", ")), alone on a fresh machine).",
+            "",
+            "| | " + seed.steps.map(\.step.title).joined(separator: " | ") + " |",
+            "|---|" + String(repeating: "---|", count: seed.steps.count)
+        ]
+        for kind in report.mechanisms {
+            let cells = seed.steps.map { text(Summary($0.cells[kind] ?? [])) }
+            lines.append("| \(kind.title) <sub>\(kind.likeness)</sub> | " + cells.joined(separator: " | ") + " |")
+        }
+        lines.append("")
+        return lines
     }
 
     /// One cell: `same`, `**new** (photos: same) · shared`, and so on.
@@ -62,6 +89,7 @@ enum MarkdownTable {
         case .same: "same"
         case .new: "**new**"
         case .zero: "zero"
+        case .unavailable: "*unavailable*"
         }
     }
 }

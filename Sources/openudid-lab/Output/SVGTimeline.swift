@@ -89,6 +89,10 @@ enum SVGTimeline {
         svg.rect(lx, ly, 14, 12, fill: "#111111")
         svg.text(lx + 18, ly + 10, "zero (opted out)", size: 10)
         lx += 18 + 16 * 5.8 + 14
+        svg.rect(lx + 0.5, ly + 0.5, 13, 11, fill: "#ffffff", stroke: "#999999")
+        svg.line(lx + 1, ly + 11, lx + 13, ly + 1, stroke: "#999999", width: 1)
+        svg.text(lx + 18, ly + 10, "unavailable", size: 10)
+        lx += 18 + 11 * 5.8 + 14
         svg.rect(lx, ly, 14, 12, fill: idle)
         svg.text(lx + 18, ly + 10, "not running", size: 10)
         lx += 18 + 11 * 5.8 + 14
@@ -115,6 +119,10 @@ enum SVGTimeline {
         switch cell.outcome {
         case .zero:
             svg.rect(x, y, cellWidth, cellHeight, fill: "#111111", title: title)
+        case .unavailable:
+            // White, crossed out: the app looked and there was nothing to see.
+            svg.rect(x + 0.5, y + 0.5, cellWidth - 1, cellHeight - 1, fill: "#ffffff", stroke: "#999999", title: title)
+            svg.line(x + 1, y + cellHeight - 1, x + cellWidth - 1, y + 1, stroke: "#999999", width: 1)
         case .same, .new:
             svg.rect(x, y, cellWidth, cellHeight, fill: colour(cell.colour ?? 0), title: title)
         }

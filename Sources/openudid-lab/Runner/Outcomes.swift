@@ -6,8 +6,10 @@ enum Outcome: String, Sendable {
     /// Another identifier than the app had (for an app looking for the first time:
     /// one that no app had before).
     case new
-    /// All zeros: the app opted out.
+    /// All zeros: the app opted out, or the user limited tracking.
     case zero
+    /// No value to be had: the service that would give one is not there.
+    case unavailable
 }
 
 /// One app's look at one step, judged.
@@ -23,7 +25,7 @@ struct Cell: Sendable {
     /// Whether the app had another identifier the last time it looked (not counting zeros).
     let changed: Bool
     /// The identifier's rank by first appearance within its scenario and column
-    /// (0 for the first one seen); nil for zeros. Pictures colour by it, so a
+    /// (0 for the first one seen); nil for zeros and unavailable values. Pictures colour by it, so a
     /// run with other identifiers but the same story draws the same picture.
     let colour: Int?
 }
@@ -59,7 +61,9 @@ func judge(_ record: ScenarioRecord) -> ScenarioResult {
             for sighting in step.sightings[kind] ?? [] {
                 let value = sighting.identifier
                 let outcome: Outcome
-                if isZero(value) {
+                if value == unavailableIdentifier {
+                    outcome = .unavailable
+                } else if isZero(value) {
                     outcome = .zero
                 } else if let previous = last[sighting.app] {
                     outcome = previous == value ? .same : .new
@@ -68,7 +72,7 @@ func judge(_ record: ScenarioRecord) -> ScenarioResult {
                 }
                 var colour: Int?
                 let changed = outcome == .new && last[sighting.app] != nil
-                if outcome != .zero {
+                if outcome != .zero && outcome != .unavailable {
                     last[sighting.app] = value
                     seenNow.insert(value)
                     if colours[value] == nil { colours[value] = colours.count }
@@ -116,7 +120,7 @@ struct Summary: Sendable {
             }
         }
         exceptions = groups
-        let values = cells.filter { $0.outcome != .zero }.map(\.identifier)
+        let values = cells.filter { $0.outcome != .zero && $0.outcome != .unavailable }.map(\.identifier)
         distinct = values.count >= 2 ? Set(values).count : nil
     }
 }

@@ -69,17 +69,22 @@ final class Runner: @unchecked Sendable {
         let directory = try equipment.root.directory("scenarios/\(scenario.key)")
         let here = try Machine(name: "this machine", directory: directory + "/here")
         let apart = try Machine(name: "another machine", directory: directory + "/apart")
+        try here.installHardware()
+        try apart.installHardware()
         // Each column keeps its keyring items under a namespace of its own: start from none.
         let namespaces = MechanismKind.allCases.map { "\(scenario.key)-\($0.rawValue)" }
         try equipment.keyring?.clear(vendors: LabApp.vendors, namespaces: namespaces)
 
-        let columns: [any Mechanism] = MechanismKind.allCases.map { kind in
+        var columns: [any Mechanism] = []
+        for kind in MechanismKind.allCases {
             let namespace = "\(scenario.key)-\(kind.rawValue)"
             switch kind {
             case .freshUUID, .cachedUUID, .machineScoped:
-                return LocalMechanism(kind, namespace: namespace)
+                columns.append(LocalMechanism(kind, namespace: namespace))
             case .selection, .selectionAndFile, .vendorMirror:
-                return ToolMechanism(kind, tool: equipment.tool, mirror: equipment.mirrorChoice, namespace: namespace)
+                columns.append(ToolMechanism(kind, tool: equipment.tool, mirror: equipment.mirrorChoice, namespace: namespace))
+            case .hardwareID, .macAddress, .randomisedMAC, .advertising, .vendorID, .pushToken:
+                columns.append(try SystemMechanism(kind, namespace: namespace))
             }
         }
         defer { for column in columns { column.shutDown() } }
@@ -90,14 +95,27 @@ final class Runner: @unchecked Sendable {
         var installed: [LabApp: Place] = [:]
         var running: Set<LabApp> = []
 
-        func site(_ place: Place) throws(LabError) -> Site {
+        func site(_ place: Place, for app: LabApp) throws(LabError) -> Site {
+            let bus = equipment.keyring?.address
             switch place {
-            case .here: return Site(machine: here, display: equipment.xServer.display, bus: equipment.keyring?.address)
-            case .visiting: return Site(machine: apart, display: equipment.xServer.display, bus: equipment.keyring?.address)
+            case .here: return Site(machine: here, display: equipment.xServer.display, bus: bus)
+            case .visiting: return Site(machine: apart, display: equipment.xServer.display, bus: bus)
             case .apart:
                 if secondServer == nil { secondServer = try XServer() }
-                return Site(machine: apart, display: secondServer!.display, bus: equipment.keyring?.address)
+                return Site(machine: apart, display: secondServer!.display, bus: bus)
+            case .sandboxed, .sandboxedWithoutX11:
+                let sandbox = Site(
+                    machine: here, display: place.hasDisplay ? equipment.xServer.display : nil, bus: bus, sandbox: app.id)
+                try sandbox.createDirectories()
+                return sandbox
+            case .noXServer: return Site(machine: here, display: nil, bus: bus)
             }
+        }
+
+        /// Reboots this machine: every app must have quit; the X server comes back, the wireless address is drawn again.
+        func reboot(_ context: String) throws(LabError) {
+            if let note = try equipment.xServer.restart() { notes.append("\(context): \(note).") }
+            try here.boot()
         }
 
         var records: [StepRecord] = []
@@ -106,9 +124,11 @@ final class Runner: @unchecked Sendable {
                 let context = "\(scenario.title) / \(step.title) / \(action.description)"
                 switch action {
                 case .start(let apps, let place):
-                    let location = try site(place)
+                    var sites: [LabApp: Site] = [:]
+                    for app in apps { sites[app] = try site(place, for: app) }
+                    let fixed = sites
                     try everyColumn(columns, context) { column throws(LabError) in
-                        for app in apps { try column.start(app, at: location) }
+                        for app in apps { try column.start(app, at: fixed[app]!) }
                     }
                     processCount += apps.count * toolColumns
                     for app in apps {
@@ -122,7 +142,7 @@ final class Runner: @unchecked Sendable {
                     running.subtract(apps)
                 case .remove(let apps):
                     var sites: [LabApp: Site] = [:]
-                    for app in apps { sites[app] = try site(installed[app] ?? .here) }
+                    for app in apps { sites[app] = try site(installed[app] ?? .here, for: app) }
                     let fixed = sites
                     try everyColumn(columns, context) { column throws(LabError) in
                         for app in apps {
@@ -130,6 +150,8 @@ final class Runner: @unchecked Sendable {
                             try column.remove(app, at: fixed[app]!)
                         }
                     }
+                    // A sandboxed app goes with its whole sandbox, every column's files in it.
+                    for site in fixed.values { site.removeSandbox() }
                     processCount += apps.count * toolColumns
                     running.subtract(apps)
                     for app in apps { installed[app] = nil }
@@ -137,28 +159,54 @@ final class Runner: @unchecked Sendable {
                     guard !running.contains(app) else {
                         throw LabError("\(context): \(app.name) must quit before it changes its choice")
                     }
-                    let location = try site(installed[app] ?? .here)
+                    let location = try site(installed[app] ?? .here, for: app)
                     try everyColumn(columns, context) { column throws(LabError) in
                         try column.setOptedOut(optedOut, app: app, at: location)
                     }
                     processCount += toolColumns
                 case .restartXServer:
                     guard running.isEmpty else { throw LabError("\(context): every app must quit before a reboot") }
-                    if let note = try equipment.xServer.restart() { notes.append("\(context): \(note).") }
+                    try reboot(context)
                 case .resetDevice:
                     guard running.isEmpty else { throw LabError("\(context): every app must quit before a reset") }
                     try here.home.wipe()
                     try equipment.keyring?.clear(vendors: LabApp.vendors, namespaces: namespaces)
+                    here.eraseSettings()
                     try here.newMachineID()
-                    if let note = try equipment.xServer.restart() { notes.append("\(context): \(note).") }
-                    installed = installed.filter { $0.value != .here }
+                    try reboot(context)
+                    installed = installed.filter { !$0.value.isThisMachine }
+                case .eraseContent:
+                    guard running.isEmpty else { throw LabError("\(context): every app must quit before a reset") }
+                    try here.home.wipe()
+                    try equipment.keyring?.clear(vendors: LabApp.vendors, namespaces: namespaces)
+                    here.eraseSettings()
+                    try reboot(context)
+                    installed = installed.filter { !$0.value.isThisMachine }
+                case .resetAdvertisingID:
+                    here.resetAdvertisingIdentifier()
+                case .limitAdTracking(let limited):
+                    try here.limitAdTracking(limited)
+                case .optOutEverywhere(let optedOut):
+                    guard running.isEmpty else {
+                        throw LabError("\(context): every app must quit before the user changes the choice for all of them")
+                    }
+                    // One marker in the user's config directory, never namespaced: every column's apps read it.
+                    let arguments = ["opt-out", "--all"] + (optedOut ? [] : ["--undo"])
+                    let location = try site(.here, for: LabApp.notes)
+                    let result = try runCommand(equipment.tool, arguments, environment: location.environment)
+                    guard result.status == 0 else {
+                        throw LabError(
+                            "\(context): openudid \(arguments.joined(separator: " ")) failed (status \(result.status)): \(result.standardError)"
+                        )
+                    }
+                    processCount += 1
                 }
             }
             try everyColumn(columns, "\(scenario.title) / \(step.title)") { column throws(LabError) in column.settle() }
 
             let lookers = LabApp.all.filter(running.contains)
             var lookerSites: [LabApp: Site] = [:]
-            for app in lookers { lookerSites[app] = try site(installed[app] ?? .here) }
+            for app in lookers { lookerSites[app] = try site(installed[app] ?? .here, for: app) }
             let fixedSites = lookerSites
             var lookerPlaces: [LabApp: Place] = [:]
             for app in lookers { lookerPlaces[app] = installed[app] ?? .here }

@@ -5,8 +5,23 @@ enum Catalogue {
     private static let notes = LabApp.notes, photos = LabApp.photos, chess = LabApp.chess
     private static let one = LabApp.groupOne, two = LabApp.groupTwo
 
+    /// The key of the scenario of the classic four events, which tables show on its own.
+    static let seedKey = "seed"
+
     /// Every scenario.
     static let scenarios: [Scenario] = [
+        Scenario(
+            key: seedKey, title: "The four events",
+            purpose:
+                "one app through the four events of the classic comparison: first run, second run, uninstall and reinstall, reboot",
+            steps: [
+                Step(key: "first-run", label: "1st run", title: "first run", actions: [.start([notes])]),
+                Step(key: "second-run", label: "2nd run", title: "second run", actions: [.stop([notes]), .start([notes])]),
+                Step(
+                    key: "reinstall", label: "reinstall", title: "uninstall and reinstall",
+                    actions: [.remove([notes]), .start([notes])]),
+                Step(key: "reboot", label: "reboot", title: "reboot", actions: [.stop([notes]), .restartXServer, .start([notes])])
+            ], isQuick: true),
         Scenario(
             key: "everyday", title: "Everyday use",
             purpose: "runs, restarts, a reboot and a reinstall: what survives the ordinary life of a desktop",
@@ -48,11 +63,15 @@ enum Catalogue {
             ], isQuick: true),
         Scenario(
             key: "reset", title: "Device reset",
-            purpose: "wiping the machine (data, secret store, machine id) ends every identifier",
+            purpose:
+                "erasing the user's content and settings ends every identifier but the hardware's and the machine id's; installing the system afresh spares only the hardware's",
             steps: [
                 Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
                 Step(
-                    key: "reset", label: "reset", title: "device reset, apps installed again",
+                    key: "erase", label: "erase", title: "all content and settings erased (the system stays), apps installed again",
+                    actions: [.stop(one), .eraseContent, .start(one)]),
+                Step(
+                    key: "reset", label: "reset", title: "device reset with a fresh system (new machine id), apps installed again",
                     actions: [.stop(one), .resetDevice, .start(one)])
             ], isQuick: true),
         Scenario(
@@ -79,6 +98,51 @@ enum Catalogue {
                 Step(
                     key: "meet", label: "meet", title: "group two's apps open on this display",
                     actions: [.stop(two), .start(two, .visiting)])
-            ], isQuick: false)
+            ], isQuick: false),
+        Scenario(
+            key: "sandbox", title: "Sandboxed apps",
+            purpose:
+                "each app in a sandbox with its own data directory, as Flatpak arranges: with the X11 socket they still meet; without it a newcomer finds no one",
+            steps: [
+                Step(
+                    key: "with-x11", label: "X11", title: "notes, photos and chess start, each sandboxed with the X11 socket",
+                    actions: [.start(one, .sandboxed)]),
+                Step(
+                    key: "without-x11", label: "no X11", title: "all quit and start again, sandboxed without the X11 socket",
+                    actions: [.stop(one), .start(one, .sandboxedWithoutX11)]),
+                Step(
+                    key: "reinstall", label: "reinstall", title: "photos removed and reinstalled, sandboxed without the X11 socket",
+                    actions: [.remove([photos]), .start([photos], .sandboxedWithoutX11)]),
+                Step(
+                    key: "opt-out-all", label: "opt out", title: "the user opts out of OpenUDID for every app (apps restart)",
+                    actions: [.stop(one), .optOutEverywhere(), .start(one, .sandboxedWithoutX11)])
+            ], isQuick: true),
+        Scenario(
+            key: "no-x-server", title: "No X server",
+            purpose: "a Wayland session without Xwayland: no selections at all; the file slots and the mirror are all that is left",
+            steps: [
+                Step(
+                    key: "first-run", label: "1st run", title: "notes, photos and chess start with no X server",
+                    actions: [.start(one, .noXServer)]),
+                Step(
+                    key: "second-run", label: "2nd run", title: "second run: all quit and start again",
+                    actions: [.stop(one), .start(one, .noXServer)]),
+                Step(
+                    key: "all-removed", label: "all gone", title: "all removed, then notes reinstalled",
+                    actions: [.remove(one), .start([notes], .noXServer)])
+            ], isQuick: true),
+        Scenario(
+            key: "user-resets", title: "The user resets",
+            purpose:
+                "what the user can do about each identifier: reset the advertising identifier, limit ad tracking, opt out of OpenUDID for every app",
+            steps: [
+                Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
+                Step(
+                    key: "ad-reset", label: "ad reset", title: "the user resets the advertising identifier", actions: [.resetAdvertisingID]),
+                Step(key: "limit-tracking", label: "limit", title: "the user limits ad tracking", actions: [.limitAdTracking()]),
+                Step(
+                    key: "opt-out-all", label: "opt out", title: "the user opts out of OpenUDID for every app (apps restart)",
+                    actions: [.stop(one), .optOutEverywhere(), .start(one)])
+            ], isQuick: true)
     ]
 }

@@ -7,6 +7,20 @@ enum Place: String, Sendable {
     /// An app of the other machine shown on this machine's X server (as `ssh -X` does):
     /// the other machine's home and machine id, this display.
     case visiting
+    /// This machine, in a sandbox as Flatpak arranges one: the app's own data,
+    /// config and cache directories under `~/.var/app/<app-id>/`, the X11 socket,
+    /// and the session bus with the Secret Service (`--talk-name=org.freedesktop.secrets`).
+    case sandboxed = "sandboxed"
+    /// As `sandboxed`, but without the X11 socket (`--nosocket=x11`): no X display at all.
+    case sandboxedWithoutX11 = "sandboxed-no-x11"
+    /// This machine in a Wayland session without Xwayland: the home and the session
+    /// bus, but no X display.
+    case noXServer = "no-x-server"
+
+    /// Whether an app here sees an X display.
+    var hasDisplay: Bool { self != .sandboxedWithoutX11 && self != .noXServer }
+    /// Whether an app here runs on this machine (rather than on the other one).
+    var isThisMachine: Bool { self != .apart && self != .visiting }
 }
 
 /// One thing that happens in a scenario.
@@ -27,12 +41,24 @@ enum Action: Sendable {
     /// Everything on this machine is wiped, as a factory reset does: every app's data,
     /// the secret store, the machine id; then it reboots. Every app must have quit before.
     case resetDevice
+    /// The user erases all content and settings, as iOS's reset does: every app with
+    /// its data, the home, the secret store and the system's settings (advertising
+    /// and vendor identifiers) go; the hardware and the machine id stay; then it
+    /// reboots. Every app must have quit before.
+    case eraseContent
+    /// The user resets the advertising identifier in the system's settings.
+    case resetAdvertisingID
+    /// The user limits ad tracking (or, with `false`, allows it again) in the system's settings.
+    case limitAdTracking(Bool = true)
+    /// The user opts out of OpenUDID for every app (`openudid opt-out --all`; or,
+    /// with `false`, back in). Apps read the choice when they start, so none may run.
+    case optOutEverywhere(Bool = true)
 
     /// Whether the action happens to the machine once rather than to each mechanism's apps.
     var isMachineWide: Bool {
         switch self {
-        case .restartXServer, .resetDevice: true
-        default: false
+        case .restartXServer, .resetDevice, .eraseContent, .resetAdvertisingID, .limitAdTracking, .optOutEverywhere: true
+        case .start, .stop, .remove, .optOut: false
         }
     }
 
@@ -43,12 +69,22 @@ enum Action: Sendable {
         case .start(let apps, .here): return "start \(names(apps))"
         case .start(let apps, .apart): return "start \(names(apps)) on another machine"
         case .start(let apps, .visiting): return "start \(names(apps)) from the other machine on this display"
+        case .start(let apps, .sandboxed): return "start \(names(apps)), each sandboxed with its own data directory and the X11 socket"
+        case .start(let apps, .sandboxedWithoutX11):
+            return "start \(names(apps)), each sandboxed with its own data directory and no X11 socket"
+        case .start(let apps, .noXServer): return "start \(names(apps)) in a session without an X server"
         case .stop(let apps): return "quit \(names(apps))"
         case .remove(let apps): return "remove \(names(apps))"
         case .optOut(let app, true): return "opt \(app.name) out"
         case .optOut(let app, false): return "opt \(app.name) back in"
         case .restartXServer: return "restart the X server"
-        case .resetDevice: return "wipe the machine: app data, secret store, machine id; restart the X server"
+        case .resetDevice: return "wipe the machine: app data, secret store, system settings, machine id; restart the X server"
+        case .eraseContent: return "erase all content and settings: app data, secret store, system settings; restart the X server"
+        case .resetAdvertisingID: return "reset the advertising identifier"
+        case .limitAdTracking(true): return "limit ad tracking"
+        case .limitAdTracking(false): return "allow ad tracking again"
+        case .optOutEverywhere(true): return "opt the user out for every app (openudid opt-out --all)"
+        case .optOutEverywhere(false): return "opt the user back in (openudid opt-out --all --undo)"
         }
     }
 }
