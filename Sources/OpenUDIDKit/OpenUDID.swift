@@ -81,6 +81,9 @@ public final class OpenUDID: Sendable {
         }
     }
 
+    /// The cached resolution, if there is one.
+    var cachedReport: Report? { cached.withLock { $0 } }
+
     /// Updates the cache with a resolution made elsewhere (by a participation).
     func remember(_ report: Report) {
         cached.withLock { $0 = report }

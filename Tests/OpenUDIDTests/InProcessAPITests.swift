@@ -38,11 +38,12 @@ import XSelection
         let first = await next(participation.changes)
         let slot = try #require(participation.slot)
         #expect(slot == 0)
-        #expect(first?.identifier == notes.value())
+        let value = await notes.value()
+        #expect(first?.identifier == value)
 
         // Another process sees it in slot 0.
         let chess = try session.report("org.indie.chess", ["--mirror", "none"])
-        #expect(chess["id"] as? String == notes.value().hex)
+        #expect(chess["id"] as? String == value.hex)
 
         // Opting out is seen live: the change stream reports the zero identifier.
         try notes.optOut()
