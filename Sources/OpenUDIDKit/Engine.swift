@@ -361,7 +361,8 @@ final class Engine: @unchecked Sendable {
         return Report(
             app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
             sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
-            mirrorRecord: gathered.mirrorRecord, slot: slot)
+            mirrorRecord: gathered.mirrorRecord, slot: slot,
+            environment: SessionEnvironment.notes(configuration, sources: gathered.sources))
     }
 
     /// How long an app waits for another one that is generating an identifier;
@@ -437,7 +438,8 @@ final class Engine: @unchecked Sendable {
         return Report(
             app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,
             rejected: gathered.rejected, repairs: [repair], mirrorStore: gathered.mirrorName,
-            mirrorRecord: gathered.mirrorRecord, slot: slot)
+            mirrorRecord: gathered.mirrorRecord, slot: slot,
+            environment: SessionEnvironment.notes(configuration, sources: gathered.sources))
     }
 
     /// The record this app serves in its selection slot for `report`.

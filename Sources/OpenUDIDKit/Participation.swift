@@ -326,6 +326,7 @@ extension Report {
     func with(slot: Int?) -> Report {
         Report(
             app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
-            rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot)
+            rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot,
+            environment: environment)
     }
 }

@@ -235,6 +235,10 @@ extension Report: Encodable {
         public var repairs: [Repair]
         /// The vendor mirror.
         public var mirror: Mirror
+        /// What about the session limits sharing: `sandboxed`, `no-display`,
+        /// `wayland-without-x`, `x-unreachable` (empty in an ordinary X11 session;
+        /// absent in documents of versions before it, read as empty).
+        public var environment: [EnvironmentNote]?
 
         /// Writes every key, with `null` where a value is absent, so that a
         /// reader finds the same keys in every report.
@@ -260,6 +264,7 @@ extension Report: Encodable {
             try container.encode(rejected, forKey: .rejected)
             try container.encode(repairs, forKey: .repairs)
             try container.encode(mirror, forKey: .mirror)
+            try container.encode(environment ?? [], forKey: .environment)
         }
     }
 
@@ -290,7 +295,8 @@ extension Report: Encodable {
             sources: sources.map(Document.Source.init),
             rejected: rejected.map { Document.Rejected(place: $0.place, code: $0.code, reason: $0.reason) },
             repairs: repairs.map(Document.Repair.init),
-            mirror: Document.Mirror(store: mirrorStore, record: mirrorRecord.map(Document.Record.init)))
+            mirror: Document.Mirror(store: mirrorStore, record: mirrorRecord.map(Document.Record.init)),
+            environment: environment)
     }
 
     /// Encodes the report as its document (§12).

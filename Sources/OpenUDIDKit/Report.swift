@@ -138,6 +138,9 @@ public struct Report: Sendable {
     public let mirrorRecord: SlotRecord?
     /// The selection slot this app serves, when it participates.
     public let slot: Int?
+    /// What about the session limits sharing (a sandbox, no X server), one
+    /// note each; empty in an ordinary X11 session.
+    public internal(set) var environment: [EnvironmentNote] = []
 
     /// The identifier derived for this app alone (see `AppScopedIdentifier`);
     /// all zero when opted out.
