@@ -38,7 +38,10 @@ import Testing
         for slot in [7, 8] {
             let named = rejected.filter { $0.place.names(selection: session.slotName(slot)) }
             #expect(named.count == 1, "slot \(slot) not named in \(rejected)")
-            if let reason = named.first?.reason {
+            // The honest file slot decides, so a reader may settle before a
+            // slow answer arrives on a busy machine (PROTOCOL §5.1): the slot
+            // is then named as not waited for, and still casts no ballot.
+            if let reason = named.first?.reason, !reason.hasPrefix("not waited for") {
                 #expect(hostility.reasons.contains { reason.contains($0) }, "slot \(slot): \(reason)")
             }
         }
