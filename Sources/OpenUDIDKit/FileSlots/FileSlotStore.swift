@@ -18,22 +18,28 @@ package struct FileSlotStore: Sendable, Hashable {
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks `directory` alone.
     package let root: String?
+    /// The file system every call goes through; `.system` outside tests.
+    package let fileSystem: FileSystem
 
     /// A store in `directory`.
     ///
     /// - Parameters:
     ///   - directory: An absolute path; created on first write.
     ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
-    package init(directory: String, root: String? = nil) {
+    ///   - fileSystem: The file system to go through.
+    package init(directory: String, root: String? = nil, fileSystem: FileSystem = .system) {
         self.directory = directory
         self.root = root
+        self.fileSystem = fileSystem
     }
 
     /// The store at `paths.slotsDirectory`.
     ///
-    /// - Parameter paths: The storage locations to use.
-    package init(paths: StoragePaths) {
-        self.init(directory: paths.slotsDirectory, root: paths.dataHome)
+    /// - Parameters:
+    ///   - paths: The storage locations to use.
+    ///   - fileSystem: The file system to go through.
+    package init(paths: StoragePaths, fileSystem: FileSystem = .system) {
+        self.init(directory: paths.slotsDirectory, root: paths.dataHome, fileSystem: fileSystem)
     }
 
     /// The path of `app`'s slot file.
@@ -57,7 +63,7 @@ package struct FileSlotStore: Sendable, Hashable {
     /// - Returns: The bytes, `.absent`, or why the file could not be read.
     package func read(app: String) -> StoreRead {
         do {
-            return AtomicFile.read(try path(for: app), below: root)
+            return AtomicFile.read(try path(for: app), below: root, fileSystem: fileSystem)
         } catch {
             return .unavailable(error)
         }
@@ -70,7 +76,7 @@ package struct FileSlotStore: Sendable, Hashable {
     ///   - app: The application id the slot belongs to.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
     package func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
-        try AtomicFile.write(bytes, to: try path(for: app), below: root)
+        try AtomicFile.write(bytes, to: try path(for: app), below: root, fileSystem: fileSystem)
     }
 
     /// Deletes `app`'s slot file; a missing file is fine.
@@ -78,7 +84,7 @@ package struct FileSlotStore: Sendable, Hashable {
     /// - Parameter app: The application id the slot belongs to.
     /// - Throws: `StoreUnavailable` when it cannot be removed.
     package func remove(app: String) throws(StoreUnavailable) {
-        try AtomicFile.remove(try path(for: app), below: root)
+        try AtomicFile.remove(try path(for: app), below: root, fileSystem: fileSystem)
     }
 
     /// Moves `app`'s slot file aside as `<app>.json.corrupt-<milliseconds>`, keeping its bytes.
@@ -89,7 +95,7 @@ package struct FileSlotStore: Sendable, Hashable {
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
     package func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(try path(for: app), now: now, below: root)
+        try AtomicFile.quarantine(try path(for: app), now: now, below: root, fileSystem: fileSystem)
     }
 
     /// One file slot found by `list(limit:)`.
@@ -147,12 +153,12 @@ package struct FileSlotStore: Sendable, Hashable {
     /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed,
     ///   or it or a directory above it (below `root`) is a symbolic link.
     package func list(limit: Int = defaultLimit, including app: String? = nil) throws(StoreUnavailable) -> Listing {
-        switch AtomicFile.checkDirectories(directory, for: directory, below: root) {
+        switch AtomicFile.checkDirectories(directory, for: directory, below: root, fileSystem: fileSystem) {
         case .failure(let problem): throw problem
         case .success(false): return .empty
         case .success(true): break
         }
-        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        let descriptor = fileSystem.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
             switch code {
@@ -166,20 +172,18 @@ package struct FileSlotStore: Sendable, Hashable {
                 throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
             }
         }
-        guard let stream = fdopendir(descriptor) else {
+        guard let stream = fileSystem.openDirectory(descriptor) else {
             let code = errno
-            close(descriptor)
             throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
         }
-        defer { closedir(stream) }
+        defer { fileSystem.close(stream) }
 
         var apps: [String] = []
         var invalid: [String] = []
         var scanned = 0
         var scanStopped = false
         while true {
-            errno = 0
-            guard let entry = readdir(stream) else {
+            guard let name = fileSystem.nextEntry(stream) else {
                 if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))") }
                 break
             }
@@ -188,7 +192,6 @@ package struct FileSlotStore: Sendable, Hashable {
                 scanStopped = true
                 break
             }
-            let name = POSIX.name(of: entry)
             guard name.hasSuffix(".json") else { continue }
             let stem = String(name.dropLast(5))
             if AppIdentity.isValid(stem) {
@@ -210,9 +213,9 @@ package struct FileSlotStore: Sendable, Hashable {
             Entry(
                 app: app,
                 content: AtomicFile.read(
-                    in: dirfd(stream), name: app + ".json",
+                    in: stream.descriptor, name: app + ".json",
                     path: directory + "/" + app + ".json",
-                    limit: SlotRecord.maximumSize))
+                    limit: SlotRecord.maximumSize, fileSystem: fileSystem))
         }
         var entries: [Entry] = []
         var valid = 0
@@ -230,4 +233,29 @@ package struct FileSlotStore: Sendable, Hashable {
         }
         return Listing(entries: entries, invalidNames: invalid, omitted: omitted, scanStopped: scanStopped)
     }
+}
+
+/// One app's file slot as a `RecordPlace`.
+package struct FileSlotPlace: RecordPlace {
+    /// The store of every app's file slot.
+    package let store: FileSlotStore
+    /// The app whose slot this is.
+    package let app: String
+
+    /// The slot of `app` in `store`.
+    package init(store: FileSlotStore, app: String) {
+        self.store = store
+        self.app = app
+    }
+
+    /// `"file slot"`.
+    package var name: String { "file slot" }
+    /// The slot file's path.
+    package var location: String { (try? store.path(for: app)) ?? app }
+    /// Reads the slot file.
+    package func read() -> StoreRead { store.read(app: app) }
+    /// Replaces the slot file.
+    package func write(_ bytes: Data) throws(StoreUnavailable) { try store.write(bytes, app: app) }
+    /// Moves the slot file aside as `<app>.json.corrupt-<milliseconds>`.
+    package func quarantine(now: Date) throws(StoreUnavailable) -> String? { try store.quarantine(app: app, now: now) }
 }

@@ -14,22 +14,28 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks `directory` alone.
     package let root: String?
+    /// The file system every call goes through; `.system` outside tests.
+    package let fileSystem: FileSystem
 
     /// A mirror in `directory`.
     ///
     /// - Parameters:
     ///   - directory: An absolute path; created on first write.
     ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
-    package init(directory: String, root: String? = nil) {
+    ///   - fileSystem: The file system to go through.
+    package init(directory: String, root: String? = nil, fileSystem: FileSystem = .system) {
         self.directory = directory
         self.root = root
+        self.fileSystem = fileSystem
     }
 
     /// The mirror at `paths.vendorsDirectory`.
     ///
-    /// - Parameter paths: The storage locations to use.
-    package init(paths: StoragePaths) {
-        self.init(directory: paths.vendorsDirectory, root: paths.dataHome)
+    /// - Parameters:
+    ///   - paths: The storage locations to use.
+    ///   - fileSystem: The file system to go through.
+    package init(paths: StoragePaths, fileSystem: FileSystem = .system) {
+        self.init(directory: paths.vendorsDirectory, root: paths.dataHome, fileSystem: fileSystem)
     }
 
     /// The path of `vendor`'s file.
@@ -54,7 +60,7 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Returns: The bytes, `.absent`, or why the file could not be read.
     package func read(vendor: String) -> StoreRead {
         do {
-            return AtomicFile.read(try path(for: vendor), below: root)
+            return AtomicFile.read(try path(for: vendor), below: root, fileSystem: fileSystem)
         } catch {
             return .unavailable(error)
         }
@@ -67,7 +73,7 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///   - vendor: A vendor such as `com.acme`.
     /// - Throws: `StoreUnavailable`; the old file is then intact.
     package func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
-        try AtomicFile.write(bytes, to: try path(for: vendor), below: root)
+        try AtomicFile.write(bytes, to: try path(for: vendor), below: root, fileSystem: fileSystem)
     }
 
     /// Deletes the file of `vendor`; a missing file is fine.
@@ -75,7 +81,7 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Parameter vendor: A vendor such as `com.acme`.
     /// - Throws: `StoreUnavailable` when it cannot be removed.
     package func remove(vendor: String) throws(StoreUnavailable) {
-        try AtomicFile.remove(try path(for: vendor), below: root)
+        try AtomicFile.remove(try path(for: vendor), below: root, fileSystem: fileSystem)
     }
 
     /// Moves the file of `vendor` aside as `<vendor>.json.corrupt-<milliseconds>`, keeping its bytes.
@@ -86,6 +92,6 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
     package func quarantine(vendor: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(try path(for: vendor), now: now, below: root)
+        try AtomicFile.quarantine(try path(for: vendor), now: now, below: root, fileSystem: fileSystem)
     }
 }

@@ -1,50 +1,5 @@
 import Foundation
 
-/// Why a store could not say what it holds.
-///
-/// Every case means *unknown*, never *absent*: a caller that sees one of these
-/// must not write a fresh identifier over whatever the store may still hold.
-package struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The kind of failure, for callers that react differently to each.
-    package enum Kind: String, Sendable, Equatable, Codable {
-        /// The collection or item is locked (for example a keyring not yet unlocked).
-        case locked
-        /// No service answers (no session bus, or no Secret Service on it).
-        case notRunning
-        /// The service answered with an error, or vanished in the middle of a call.
-        case serviceError
-        /// A file could not be read or written (permissions, full disk, I/O error).
-        case io
-        /// The stored content is not a valid record; it is left in place.
-        case corrupt
-        /// A symlink or other non-regular file stands where the store's file goes.
-        case unsafePath
-    }
-
-    /// The kind of failure.
-    package var kind: Kind
-    /// One sentence that names the store and the thing that failed, and the remedy where there is one.
-    package var message: String
-
-    /// Creates a description of a failure.
-    package init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    package var description: String { message }
-}
-
-/// What a read of a store found.
-package enum StoreRead: Sendable, Equatable {
-    /// The store holds these bytes (a serialized slot record, not yet validated).
-    case found(Data)
-    /// The store answered and holds nothing for this key.
-    case absent
-    /// The store could not be read; what it holds is unknown.
-    case unavailable(StoreUnavailable)
-}
-
 /// A per-vendor durable store: the Linux analogue of a keychain access group.
 ///
 /// One item per vendor (`com.acme` for `com.acme.notes`). The store deals in the
@@ -67,4 +22,36 @@ package protocol VendorMirrorStore: Sendable {
     ///
     /// Deleting an item that does not exist succeeds.
     func remove(vendor: String) throws(StoreUnavailable)
+
+    /// Moves the item of `vendor` aside, keeping its bytes where the store can, so
+    /// that a write can replace it (used when it does not hold a valid record).
+    ///
+    /// - Returns: Where the bytes were kept, or `nil` when there was nothing to keep
+    ///   or the store keeps no side copies (the next write then replaces the item).
+    func quarantine(vendor: String, now: Date) throws(StoreUnavailable) -> String?
+}
+
+/// The vendor's mirror as one `RecordPlace`: the item of `vendor` in `store`.
+package struct VendorMirrorPlace: RecordPlace {
+    /// The store holding the mirror.
+    package let store: any VendorMirrorStore
+    /// The vendor whose item this is.
+    package let vendor: String
+
+    /// The item of `vendor` in `store`.
+    package init(store: any VendorMirrorStore, vendor: String) {
+        self.store = store
+        self.vendor = vendor
+    }
+
+    /// `"mirror"`.
+    package var name: String { "mirror" }
+    /// `"<store> mirror of <vendor>"`.
+    package var location: String { "\(store.name) mirror of \(vendor)" }
+    /// Reads the item of `vendor`.
+    package func read() -> StoreRead { store.read(vendor: vendor) }
+    /// Replaces the item of `vendor`.
+    package func write(_ bytes: Data) throws(StoreUnavailable) { try store.write(bytes, vendor: vendor) }
+    /// Moves the item of `vendor` aside.
+    package func quarantine(now: Date) throws(StoreUnavailable) -> String? { try store.quarantine(vendor: vendor, now: now) }
 }

@@ -1,0 +1,161 @@
+import Foundation
+import Synchronization
+import XSelection
+
+extension Engine {
+    // MARK: Reading
+
+    /// Everything read from every source in one resolution.
+    struct Gathered {
+        var candidates: [Candidate] = []
+        var rejected: [Rejection] = []
+        var sources: [SourceStatus] = []
+        var local: LocalCache.Content = .absent
+        var ownFileSlot: StoreRead = .absent
+        var mirrorRead: StoreRead?
+        var mirrorRecord: SlotRecord?
+        var mirrorName: String?
+        var held: SlotRecord?
+    }
+
+    func gather(now: Date) -> Gathered {
+        // The selection pass spends most of its time waiting for other processes
+        // to answer; the files and the mirror are read meanwhile, not after it.
+        let group = DispatchGroup()
+        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus])>(([], [], []))
+        DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+            var part = Gathered()
+            gatherSelections(into: &part, now: now)
+            selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
+        }
+        var gathered = Gathered()
+        if configuration.usesFiles {
+            gatherFileSlots(into: &gathered, now: now)
+            gatherLocalCache(into: &gathered, now: now)
+        } else {
+            gathered.sources.append(SourceStatus("file-slots", .notUsed("files are turned off")))
+            gathered.sources.append(SourceStatus("local-cache", .notUsed("files are turned off")))
+            gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
+            gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
+        }
+        gatherMirror(into: &gathered, now: now)
+        group.wait()
+        // Selections first, as if they had been read first: the same order every time.
+        selections.withLock { part in
+            gathered.candidates = part.candidates + gathered.candidates
+            gathered.rejected = part.rejected + gathered.rejected
+            gathered.sources = part.sources + gathered.sources
+        }
+        return gathered
+    }
+
+    private func gatherSelections(into gathered: inout Gathered, now: Date) {
+        guard let display = configuration.displayName else {
+            let why = configuration.usesSelections ? "no X display (DISPLAY is unset)" : "selections are turned off"
+            gathered.sources.append(SourceStatus("selections", configuration.usesSelections ? .unavailable(why) : .notUsed(why)))
+            return
+        }
+        do throws(XSelectionError) {
+            let reader = try connectedReader(display)
+            let readings: [SelectionSlots.Reading]
+            do throws(XSelectionError) {
+                readings = try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now)
+            } catch {
+                // The server went away since the last pass: reconnect once.
+                dropReader()
+                readings = try slots.readAll(with: try connectedReader(display), deadline: configuration.readDeadline, now: now)
+            }
+            var count = 0
+            for reading in readings {
+                switch reading.result {
+                case .success(let record):
+                    count += 1
+                    gathered.candidates.append(
+                        Candidate(record, from: .selection(slot: reading.index, client: reading.holder?.client.rawValue ?? 0)))
+                case .failure(let rejection):
+                    gathered.rejected.append(rejection)
+                }
+            }
+            gathered.sources.append(SourceStatus("selections", .read(records: count)))
+        } catch {
+            dropReader()
+            gathered.sources.append(SourceStatus("selections", .unavailable(error.message)))
+        }
+    }
+
+    func gatherFileSlots(into gathered: inout Gathered, now: Date) {
+        let listing: FileSlotStore.Listing
+        do {
+            listing = try fileSlots.list(including: app.id)
+        } catch {
+            gathered.sources.append(SourceStatus("file-slots", .unavailable(error.message)))
+            gathered.ownFileSlot = .unavailable(error)
+            return
+        }
+        var count = 0
+        for entry in listing.entries {
+            if entry.app == app.id { gathered.ownFileSlot = entry.content }
+            let place = (try? fileSlots.path(for: entry.app)) ?? entry.app
+            switch entry.content {
+            case .absent:
+                continue
+            case .unavailable(let problem):
+                gathered.rejected.append(Rejection(place, problem.message))
+            case .found(let bytes):
+                do {
+                    let record = try SlotRecord.parse(bytes, now: now)
+                    gathered.candidates.append(Candidate(record, from: .fileSlot(app: entry.app)))
+                    count += 1
+                } catch {
+                    gathered.rejected.append(Rejection(place, error.description, code: error.token))
+                    if entry.app == app.id { gathered.ownFileSlot = .unavailable(StoreUnavailable(.corrupt, error.description)) }
+                }
+            }
+        }
+        if let report = listing.report { gathered.rejected.append(Rejection(fileSlots.directory, report, code: "too-many-files")) }
+        gathered.sources.append(SourceStatus("file-slots", .read(records: count)))
+    }
+
+    private func gatherLocalCache(into gathered: inout Gathered, now: Date) {
+        let content = localCache.read(now: now)
+        gathered.local = content
+        switch content {
+        case .absent, .optedOut:
+            gathered.sources.append(SourceStatus("local-cache", .read(records: 0)))
+        case .identifier(let record):
+            gathered.candidates.append(Candidate(record, from: .localCache))
+            gathered.sources.append(SourceStatus("local-cache", .read(records: 1)))
+        case .unavailable(let problem):
+            gathered.rejected.append(Rejection(localCache.path, problem.message))
+            gathered.sources.append(SourceStatus("local-cache", .unavailable(problem.message)))
+        }
+    }
+
+    private func gatherMirror(into gathered: inout Gathered, now: Date) {
+        guard let mirror, let place = mirrorPlace else {
+            gathered.sources.append(SourceStatus("mirror", .notUsed("no mirror chosen")))
+            return
+        }
+        gathered.mirrorName = mirror.name
+        let read = place.read()
+        gathered.mirrorRead = read
+        switch read {
+        case .absent:
+            gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
+        case .unavailable(let problem):
+            gathered.sources.append(SourceStatus("mirror", .unavailable(problem.message)))
+        case .found(let bytes):
+            do {
+                let record = try SlotRecord.parse(bytes, now: now)
+                gathered.mirrorRecord = record
+                gathered.candidates.append(Candidate(record, from: .vendorMirror(store: mirror.name, vendor: app.vendor)))
+                gathered.sources.append(SourceStatus("mirror", .read(records: 1)))
+            } catch {
+                gathered.rejected.append(Rejection(place.location, error.description, code: error.token))
+                gathered.mirrorRead = .unavailable(StoreUnavailable(.corrupt, error.description))
+                gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
+            }
+        }
+    }
+
+}
