@@ -54,6 +54,9 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
         return directory + "/" + vendor + ".json"
     }
 
+    /// The path of `vendor`'s file, or the vendor itself when it is not a valid one.
+    package func location(vendor: String) -> String { (try? path(for: vendor)) ?? vendor }
+
     /// Reads the file of `vendor`.
     ///
     /// - Parameter vendor: A vendor such as `com.acme`.

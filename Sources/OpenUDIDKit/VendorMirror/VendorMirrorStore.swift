@@ -29,6 +29,14 @@ package protocol VendorMirrorStore: Sendable {
     /// - Returns: Where the bytes were kept, or `nil` when there was nothing to keep
     ///   or the store keeps no side copies (the next write then replaces the item).
     func quarantine(vendor: String, now: Date) throws(StoreUnavailable) -> String?
+
+    /// Where the item of `vendor` is, for messages: a path, or the store and vendor.
+    func location(vendor: String) -> String
+}
+
+extension VendorMirrorStore {
+    /// `"<store> mirror of <vendor>"`.
+    package func location(vendor: String) -> String { "\(name) mirror of \(vendor)" }
 }
 
 /// The vendor's mirror as one `RecordPlace`: the item of `vendor` in `store`.
@@ -46,8 +54,8 @@ package struct VendorMirrorPlace: RecordPlace {
 
     /// `"mirror"`.
     package var name: String { "mirror" }
-    /// `"<store> mirror of <vendor>"`.
-    package var location: String { "\(store.name) mirror of \(vendor)" }
+    /// Where the item is, as the store names it.
+    package var location: String { store.location(vendor: vendor) }
     /// Reads the item of `vendor`.
     package func read() -> StoreRead { store.read(vendor: vendor) }
     /// Replaces the item of `vendor`.
