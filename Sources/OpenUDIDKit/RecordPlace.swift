@@ -26,10 +26,14 @@ package struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvert
     /// One sentence that names the store and the thing that failed, and the remedy where there is one.
     package var message: String
 
+    /// The system's error number when a system call failed, else `nil`.
+    package var errno: Int32?
+
     /// Creates a description of a failure.
-    package init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
         self.kind = kind
         self.message = message
+        self.errno = errno
     }
 
     package var description: String { message }

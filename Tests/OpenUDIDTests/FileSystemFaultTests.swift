@@ -103,13 +103,17 @@ private func outcome(_ report: Report, _ place: String) -> Repair.Outcome? {
         #expect(second.repairs.allSatisfy { $0.outcome == .unchanged }, "\(second.repairs)")
     }
 
-    /// The user-wide opt-out marker and a cache opt-out cannot be written on a read-only disk: the call throws.
+    /// An opt-out cannot be written on a read-only disk: the call throws an error that carries the errno.
     @Test func optingOutOnAReadOnlyDiskThrowsAndChangesNothing() throws {
         let home = try Home()
         let udid = try home.handle()
         let id = udid.value()
         home.fileSystem.inject(EROFS, on: .open, times: .max, path: AtomicFile.temporaryPrefix)
-        #expect(throws: OpenUDIDError.self) { try udid.optOut() }
+        let error = #expect(throws: OpenUDIDError.self) { try udid.optOut() }
+        #expect(error?.kind == .storeUnavailable)
+        #expect(error?.errno == EROFS)
+        #expect(error?.underlying is StoreUnavailable)
+        #expect(error?.message.contains("mounted read-only") == true)
         home.fileSystem.clearFaults()
         #expect(udid.value(refresh: true) == id)
     }

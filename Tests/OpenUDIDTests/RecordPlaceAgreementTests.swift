@@ -57,7 +57,8 @@ private let record = SlotRecord(
             try place.write(bytes)
             fileSystem.inject(code, on: .write)
             #expect(
-                throws: StoreUnavailable(.io, "cannot write \(place.location): \(String(cString: strerror(code)))\(remedy(code))"),
+                throws: StoreUnavailable(
+                    .io, "cannot write \(place.location): \(String(cString: strerror(code)))\(remedy(code))", errno: code),
                 "\(place.name)"
             ) { try place.write(Data("new".utf8)) }
             #expect(place.read() == .found(bytes), "\(place.name)")

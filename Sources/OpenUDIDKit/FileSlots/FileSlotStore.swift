@@ -169,12 +169,12 @@ package struct FileSlotStore: Sendable, Hashable {
                     .unsafePath,
                     "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
             default:
-                throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
+                throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))", errno: code)
             }
         }
         guard let stream = fileSystem.openDirectory(descriptor) else {
             let code = errno
-            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
+            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))", errno: code)
         }
         defer { fileSystem.close(stream) }
 
@@ -184,7 +184,7 @@ package struct FileSlotStore: Sendable, Hashable {
         var scanStopped = false
         while true {
             guard let name = fileSystem.nextEntry(stream) else {
-                if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))") }
+                if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))", errno: errno) }
                 break
             }
             scanned += 1

@@ -58,7 +58,7 @@ enum AtomicFile {
                         .unsafePath,
                         "cannot use \(path): a component of the path is not a directory; remove or rename it"))
             case .failure(let error):
-                return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))"))
+                return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))", errno: error.code))
             case .success(let info) where POSIX.isSymbolicLink(info):
                 return .failure(linkedDirectory(directory, path: path))
             case .success(let info) where !POSIX.isDirectory(info):
@@ -116,14 +116,14 @@ enum AtomicFile {
                         .unsafePath,
                         "cannot read \(path): a component of the path is not a directory; remove or rename it"))
             default:
-                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))"))
+                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))", errno: code))
             }
         }
         defer { fs.close(descriptor) }
 
         var info = stat()
         guard fs.fstat(descriptor, &info) == 0 else {
-            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
+            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
         }
         guard POSIX.isRegularFile(info) else {
             return .unavailable(
@@ -143,7 +143,7 @@ enum AtomicFile {
                 fs.read(descriptor, raw.baseAddress.map { $0 + filled }, raw.count - filled)
             }
             if count < 0 {
-                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
+                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
             }
             if count == 0 { break }
             filled += count
@@ -229,14 +229,14 @@ enum AtomicFile {
         case .failure(let error) where error.code == ENOENT || error.code == ENOTDIR:
             return
         case .failure(let error):
-            throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))")
+            throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))", errno: error.code)
         case .success(let info) where !POSIX.isRegularFile(info):
             throw StoreUnavailable(
                 .unsafePath,
                 "cannot remove \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
         case .success:
             guard fs.unlink(path) == 0 || errno == ENOENT else {
-                throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(errno))")
+                throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(errno))", errno: errno)
             }
             syncDirectory(split(path).directory, fileSystem: fs)
         }
@@ -263,7 +263,7 @@ enum AtomicFile {
         case .failure(let error) where error.code == ENOENT:
             return nil
         case .failure(let error):
-            throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))")
+            throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))", errno: error.code)
         case .success(let info) where !POSIX.isRegularFile(info):
             throw StoreUnavailable(
                 .unsafePath,
@@ -280,7 +280,7 @@ enum AtomicFile {
                 guard fs.unlink(path) == 0 || errno == ENOENT else {
                     let code = errno
                     fs.unlink(target)
-                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))")
+                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))", errno: code)
                 }
                 syncDirectory(split(path).directory, fileSystem: fs)
                 return target
@@ -292,14 +292,14 @@ enum AtomicFile {
                 // File systems without hard links: check the name is free, then rename.
                 guard case .failure(let error) = fs.linkStatus(target), error.code == ENOENT else { continue }
                 guard fs.rename(path, target) == 0 else {
-                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(errno))")
+                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(errno))", errno: errno)
                 }
                 syncDirectory(split(path).directory, fileSystem: fs)
                 return target
             case ENOENT:
                 return nil
             case let code:
-                throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))")
+                throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))", errno: code)
             }
         }
         throw StoreUnavailable(.io, "cannot quarantine \(path): 1000 quarantined copies from this millisecond already exist")
@@ -443,6 +443,6 @@ enum AtomicFile {
         case ENAMETOOLONG: remedy = "; the name is longer than the file system allows"
         default: remedy = ""
         }
-        return StoreUnavailable(.io, "cannot write \(path): \(POSIX.message(code))\(remedy)")
+        return StoreUnavailable(.io, "cannot write \(path): \(POSIX.message(code))\(remedy)", errno: code)
     }
 }
