@@ -60,7 +60,7 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
         )
     }
 
-    static func connectionLost(_ display: String) -> XSelectionError {
+    package static func connectionLost(_ display: String) -> XSelectionError {
         XSelectionError(
             .connectionLost, display: display,
             "lost the connection to X display \"\(display)\": the server exited or closed the connection; open a new connection when it is back"
