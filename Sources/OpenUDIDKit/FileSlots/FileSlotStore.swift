@@ -13,13 +13,15 @@ package struct FileSlotStore: Sendable, Hashable {
     /// directory stuffed with millions of names cannot stall an app.
     package static let scanLimit = 20_000
 
+    /// The slot files, one per app.
+    let files: KeyedFiles
     /// The directory holding the slot files.
-    package let directory: String
+    package var directory: String { files.directory }
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks `directory` alone.
-    package let root: String?
+    package var root: String? { files.root }
     /// The file system every call goes through; `.system` outside tests.
-    package let fileSystem: FileSystem
+    package var fileSystem: FileSystem { files.fileSystem }
 
     /// A store in `directory`.
     ///
@@ -28,9 +30,7 @@ package struct FileSlotStore: Sendable, Hashable {
     ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
     ///   - fileSystem: The file system to go through.
     package init(directory: String, root: String? = nil, fileSystem: FileSystem = .system) {
-        self.directory = directory
-        self.root = root
-        self.fileSystem = fileSystem
+        files = KeyedFiles(directory: directory, root: root, fileSystem: fileSystem, role: .app, what: "file slot")
     }
 
     /// The store at `paths.slotsDirectory`.
@@ -42,60 +42,26 @@ package struct FileSlotStore: Sendable, Hashable {
         self.init(directory: paths.slotsDirectory, root: paths.dataHome, fileSystem: fileSystem)
     }
 
-    /// The path of `app`'s slot file.
+    /// The path of `app`'s slot file, `<directory>/<app>.json`.
     ///
-    /// - Parameter app: An application id.
-    /// - Returns: `<directory>/<app>.json`.
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when `app` is not a
     ///   valid app id, so no name can reach outside the directory.
-    package func path(for app: String) throws(StoreUnavailable) -> String {
-        do {
-            try AppIdentity.validate(app, as: .app)
-        } catch {
-            throw StoreUnavailable(.unsafePath, "no file slot for \(error.description)")
-        }
-        return directory + "/" + app + ".json"
-    }
+    package func path(for app: String) throws(StoreUnavailable) -> String { try files.path(for: app) }
 
-    /// Reads `app`'s slot file.
-    ///
-    /// - Parameter app: An application id.
-    /// - Returns: The bytes, `.absent`, or why the file could not be read.
-    package func read(app: String) -> StoreRead {
-        do {
-            return AtomicFile.read(try path(for: app), below: root, fileSystem: fileSystem)
-        } catch {
-            return .unavailable(error)
-        }
-    }
+    /// Reads `app`'s slot file: the bytes, `.absent`, or why the file could not be read.
+    package func read(app: String) -> StoreRead { files.read(app) }
 
-    /// Replaces `app`'s slot file with `bytes`, atomically.
-    ///
-    /// - Parameters:
-    ///   - bytes: A serialized record.
-    ///   - app: The application id the slot belongs to.
-    /// - Throws: `StoreUnavailable`; the old file is then intact.
-    package func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
-        try AtomicFile.write(bytes, to: try path(for: app), below: root, fileSystem: fileSystem)
-    }
+    /// Replaces `app`'s slot file with `bytes`, atomically; on failure the old file is intact.
+    package func write(_ bytes: Data, app: String) throws(StoreUnavailable) { try files.write(bytes, app) }
 
     /// Deletes `app`'s slot file; a missing file is fine.
-    ///
-    /// - Parameter app: The application id the slot belongs to.
-    /// - Throws: `StoreUnavailable` when it cannot be removed.
-    package func remove(app: String) throws(StoreUnavailable) {
-        try AtomicFile.remove(try path(for: app), below: root, fileSystem: fileSystem)
-    }
+    package func remove(app: String) throws(StoreUnavailable) { try files.remove(app) }
 
     /// Moves `app`'s slot file aside as `<app>.json.corrupt-<milliseconds>`, keeping its bytes.
     ///
-    /// - Parameters:
-    ///   - app: The application id the slot belongs to.
-    ///   - now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
-    /// - Throws: `StoreUnavailable` when it cannot be moved.
     package func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(try path(for: app), now: now, below: root, fileSystem: fileSystem)
+        try files.quarantine(app, now: now)
     }
 
     /// One file slot found by `list(limit:)`.
