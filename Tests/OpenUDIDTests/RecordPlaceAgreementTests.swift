@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import OpenUDIDKit
+import TestSupport
 import Testing
 
 /// Every file-backed place a record lives in, built on a fresh directory and its own file system.
@@ -45,6 +46,23 @@ private let record = SlotRecord(
             try place.write(bytes)
             #expect(place.read() == .found(bytes), "\(place.name)")
         }
+    }
+
+    /// The vendor's mirror in a real keyring reads and writes as the files do; it keeps
+    /// no side copy when quarantining, so the write after it replaces the item.
+    @Test func theSecretServiceMirrorRoundTripsAsTheFilesDo() throws {
+        let bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
+        let place = VendorMirrorPlace(store: SecretServiceMirror(busAddress: bus.address), vendor: "com.acme")
+        #expect(place.name == "mirror")
+        #expect(place.read() == .absent)
+        #expect(try place.quarantine(now: Date()) == nil)
+        let garbage = Data("not a record".utf8)
+        try place.write(garbage)
+        #expect(place.read() == .found(garbage))
+        #expect(try place.quarantine(now: Date()) == nil)
+        let bytes = record.encoded()
+        try place.write(bytes)
+        #expect(place.read() == .found(bytes))
     }
 
     /// A failed write leaves the old record, and the failure names the reason, in every place.
