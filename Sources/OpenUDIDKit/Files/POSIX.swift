@@ -1,6 +1,6 @@
 import Glibc
 
-/// Small helpers over what the POSIX calls of `FileSystem` return.
+/// Small functions over what the POSIX calls of `FileSystem` return.
 enum POSIX {
     /// The system's text for `code`, such as "No space left on device".
     static func message(_ code: Int32) -> String {
