@@ -81,8 +81,13 @@ let package = Package(
         // The benchmark: figures side by side with their baselines.
         .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "ProcessSupport", "CommandLineKit"]),
 
+        // A small window of text lines for the example apps; not part of the libraries.
+        .target(name: "XTextWindow", dependencies: ["XSelection", "CX11"], path: "Examples/XTextWindow"),
+
         // Cooperating example desktop apps: two of one vendor, one of another.
-        .target(name: "ExampleKit", dependencies: ["OpenUDIDKit", "XSelection", "CommandLineKit"], path: "Examples/ExampleKit"),
+        .target(
+            name: "ExampleKit", dependencies: ["OpenUDIDKit", "XSelection", "XTextWindow", "CommandLineKit"],
+            path: "Examples/ExampleKit"),
         .executableTarget(name: "acme-notes", dependencies: ["ExampleKit"], path: "Examples/AcmeNotes"),
         .executableTarget(name: "acme-photos", dependencies: ["ExampleKit"], path: "Examples/AcmePhotos"),
         .executableTarget(name: "indie-chess", dependencies: ["ExampleKit"], path: "Examples/IndieChess"),
@@ -98,7 +103,7 @@ let package = Package(
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(
             name: "XSelectionTests",
-            dependencies: ["XSelection", "TestSupport", "xselection-helper"]
+            dependencies: ["XSelection", "XTextWindow", "TestSupport", "xselection-helper"]
         ),
         .testTarget(
             // libopenudid as C, C++, Python and GTK programs use it: installed

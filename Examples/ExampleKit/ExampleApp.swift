@@ -3,6 +3,7 @@ import Foundation
 import OpenUDIDKit
 import Synchronization
 import XSelection
+import XTextWindow
 
 /// One of the cooperating example apps: a window that shows the identifier
 /// the app shares with the others, where it came from, and follows it live.

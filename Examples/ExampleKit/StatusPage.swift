@@ -1,5 +1,6 @@
 import OpenUDIDKit
 import XSelection
+import XTextWindow
 
 /// What an example app shows: its identity, the identifier, and the account
 /// of where the identifier came from, as lines for a `TextWindow`.

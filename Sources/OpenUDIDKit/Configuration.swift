@@ -64,6 +64,9 @@ extension OpenUDID {
         /// How long a participating app waits after a slot change before it resolves again,
         /// so a burst of changes costs one resolution.
         package var debounce: Duration = .milliseconds(20)
+        /// The file system every file call of this handle goes through: `.system`,
+        /// or in a test an instance with injected faults.
+        package var fileSystem: FileSystem = .system
 
         /// Creates a configuration; every default suits a real desktop session.
         public init(

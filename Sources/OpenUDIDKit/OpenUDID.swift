@@ -133,8 +133,7 @@ public final class OpenUDID: Sendable {
     /// Whether the user opted out for every app.
     public static func isOptedOutEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         guard let paths = try? StoragePaths(environment: environment) else { return false }
-        var status = stat()
-        return lstat(paths.optOutMarker, &status) == 0
+        return FileSystem.system.exists(paths.optOutMarker)
     }
 
     // MARK: Removal

@@ -1,21 +1,35 @@
 /// An error of the X11 layer, worded for the person who has to fix it.
+///
+/// New kinds may be added in later versions: a `switch` over `kind` needs a
+/// `default` branch, and code that only shows the error uses `message`.
 public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong.
-    public enum Kind: String, Sendable, Equatable {
+    /// What went wrong: a value among the static members, open to new ones.
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The kind's stable name, such as `cannotOpen`.
+        public let rawValue: String
+
+        /// The kind named `rawValue`.
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
         /// No display name was given and `DISPLAY` is unset.
-        case noDisplay
+        public static let noDisplay = Kind(rawValue: "noDisplay")
         /// The display could not be opened: no server listens, or access was refused.
-        case cannotOpen
+        public static let cannotOpen = Kind(rawValue: "cannotOpen")
         /// The connection to the server was lost (the server died or closed the connection).
-        case connectionLost
+        public static let connectionLost = Kind(rawValue: "connectionLost")
         /// The server lacks an extension this operation needs (XFixes).
-        case missingExtension
+        public static let missingExtension = Kind(rawValue: "missingExtension")
         /// The server did not answer within the deadline.
-        case timedOut
+        public static let timedOut = Kind(rawValue: "timedOut")
         /// The object was closed before or during the call.
-        case closed
+        public static let closed = Kind(rawValue: "closed")
         /// The server rejected a request of ours.
-        case protocolError
+        public static let protocolError = Kind(rawValue: "protocolError")
+
+        /// The stable name.
+        public var description: String { rawValue }
     }
 
     /// What went wrong.
@@ -46,7 +60,7 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
         )
     }
 
-    static func connectionLost(_ display: String) -> XSelectionError {
+    package static func connectionLost(_ display: String) -> XSelectionError {
         XSelectionError(
             .connectionLost, display: display,
             "lost the connection to X display \"\(display)\": the server exited or closed the connection; open a new connection when it is back"

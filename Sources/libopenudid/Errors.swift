@@ -13,20 +13,22 @@ enum ErrorCode: Int32, CaseIterable {
     case invalidNamespace = -3
     case noHome = -4
     case storeUnavailable = -5
+    /// `OPENUDID_EDISPLAY`: kept in the header for binary compatibility; no call returns it.
     case displayUnavailable = -6
     case bufferTooSmall = -7
     case busy = -8
     case noMemory = -9
 
-    /// The code for a Swift API error.
+    /// The code for a Swift API error; a kind this version does not know is a
+    /// store that could not be used, the most general failure the header names.
     init(_ kind: OpenUDIDError.Kind) {
         switch kind {
         case .invalidApp: self = .invalidApp
         case .invalidNamespace: self = .invalidNamespace
         case .noHome: self = .noHome
         case .storeUnavailable: self = .storeUnavailable
-        case .displayUnavailable: self = .displayUnavailable
         case .invalidOption: self = .invalidArgument
+        default: self = .storeUnavailable
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import XSelection
+import XTextWindow
 
 /// The demo window, checked with the standard X tools (xwininfo, xprop, xwd,
 /// ImageMagick, xdotool; scripts/bootstrap installs them) against a private

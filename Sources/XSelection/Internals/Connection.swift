@@ -7,11 +7,11 @@ import Glibc
 /// It owns the `Display*` and closes it in `deinit`. It is deliberately not
 /// `Sendable`: each public object keeps its connection on its own thread or
 /// behind its own lock.
-final class Connection {
-    let display: OpaquePointer
-    let name: String
+package final class Connection {
+    package let display: OpaquePointer
+    package let name: String
     let fd: Int32
-    let root: UInt
+    package let root: UInt
     let xcb: OpaquePointer
     /// The bits of a resource id that a client chooses; the rest name the client.
     let resourceMask: UInt32
@@ -26,7 +26,7 @@ final class Connection {
     private var lostBeforeClose = false
 
     /// Opens `name`, or `$DISPLAY` when `name` is nil.
-    init(name: String?) throws(XSelectionError) {
+    package init(name: String?) throws(XSelectionError) {
         let resolved = name ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
         guard !resolved.isEmpty else { throw .noDisplay() }
         // Install our handlers before opening, so a failure during the
@@ -53,7 +53,7 @@ final class Connection {
     deinit { close() }
 
     /// Closes the connection. Safe after the server was lost.
-    func close() {
+    package func close() {
         guard !closed else { return }
         closed = true
         lostBeforeClose = ErrorTrap.isLost(display)
@@ -65,10 +65,10 @@ final class Connection {
     ///
     /// Code that talks through libxcb alone (the owner) learns of a lost
     /// server from libxcb, not from libX11's I/O error handler.
-    var isAlive: Bool { !closed && !ErrorTrap.isLost(display) && xcb_connection_has_error(xcb) == 0 }
+    package var isAlive: Bool { !closed && !ErrorTrap.isLost(display) && xcb_connection_has_error(xcb) == 0 }
 
     /// Throws `connectionLost` when the server is gone.
-    func checkAlive() throws(XSelectionError) {
+    package func checkAlive() throws(XSelectionError) {
         // An owner or watcher closes its connection itself when the server is
         // lost; a call that reaches it afterwards must still say so.
         if closed { throw lostBeforeClose ? .connectionLost(name) : .closed(name) }
@@ -86,7 +86,7 @@ final class Connection {
     /// The requests go out through xcb and their replies are collected in
     /// order: XInternAtoms does the same round trip, but tries a read of the
     /// socket before taking each reply, a failed system call per atom.
-    func atoms(_ names: [String]) throws(XSelectionError) -> [UInt] {
+    package func atoms(_ names: [String]) throws(XSelectionError) -> [UInt] {
         let missing = Array(Set(names.filter { atomsByName[$0] == nil })).sorted()
         if !missing.isEmpty {
             try checkAlive()
@@ -149,7 +149,7 @@ final class Connection {
 
     /// Waits until the connection's socket is readable or `deadline` passes;
     /// `extraFD` (a wake pipe) also ends the wait. Returns which was readable.
-    func waitReadable(until deadline: ContinuousClock.Instant?, extraFD: Int32 = -1) -> (x: Bool, extra: Bool) {
+    package func waitReadable(until deadline: ContinuousClock.Instant?, extraFD: Int32 = -1) -> (x: Bool, extra: Bool) {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         if extraFD >= 0 { fds.append(pollfd(fd: extraFD, events: Int16(POLLIN), revents: 0)) }
         var timeout: Int32 = -1
@@ -170,7 +170,7 @@ final class Connection {
     ///
     /// Never blocks, and never calls into libX11 once the connection is lost:
     /// `XNextEvent` on a dead connection with an empty queue crashes.
-    func pending() -> Int32 {
+    package func pending() -> Int32 {
         guard isAlive else { return 0 }
         let count = XPending(display)
         return isAlive ? count : 0
@@ -182,7 +182,7 @@ final class Connection {
     }
 
     /// Takes the next queued event; call only when `pending()` said there is one.
-    func nextEvent() -> XEvent {
+    package func nextEvent() -> XEvent {
         var event = XEvent()
         XNextEvent(display, &event)
         return event
@@ -209,7 +209,7 @@ final class Connection {
     }
 
     /// Flushes the output buffer.
-    func flush() {
+    package func flush() {
         if isAlive { XFlush(display) }
     }
 

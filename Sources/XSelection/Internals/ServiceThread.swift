@@ -3,8 +3,8 @@ import Glibc
 import Synchronization
 
 /// A pipe whose read end wakes a thread blocked in `poll`.
-final class WakePipe: Sendable {
-    let readFD: Int32
+package final class WakePipe: Sendable {
+    package let readFD: Int32
     let writeFD: Int32
 
     init() {
@@ -41,15 +41,15 @@ final class WakePipe: Sendable {
 ///
 /// The core (which holds the X connection) is created and used on the thread
 /// only; other threads reach it by posting closures and waiting for the result.
-final class ServiceThread<Core: AnyObject>: Sendable {
-    typealias Job = @Sendable (Core) -> Void
+package final class ServiceThread<Core: AnyObject>: Sendable {
+    package typealias Job = @Sendable (Core) -> Void
 
     private struct Queue {
         var jobs: [Job] = []
         var stopped = false
     }
 
-    let wakePipe = WakePipe()
+    package let wakePipe = WakePipe()
     private let queue = Mutex(Queue())
     /// Left when the thread has finished with its connection.
     private let finished = DispatchGroup()
@@ -77,11 +77,11 @@ final class ServiceThread<Core: AnyObject>: Sendable {
     private func markStopped() { queue.withLock { $0.stopped = true } }
 
     /// Whether the loop has ended.
-    var isStopped: Bool { queue.withLock { $0.stopped } }
+    package var isStopped: Bool { queue.withLock { $0.stopped } }
 
     /// Posts `job` to run on the thread; returns false if the thread has ended.
     @discardableResult
-    func post(_ job: @escaping Job) -> Bool {
+    package func post(_ job: @escaping Job) -> Bool {
         let accepted = queue.withLock { queue -> Bool in
             guard !queue.stopped else { return false }
             queue.jobs.append(job)
@@ -95,7 +95,7 @@ final class ServiceThread<Core: AnyObject>: Sendable {
     /// until the thread is done with libX11, so that a program may exit right
     /// after: exiting while the thread still closes its connection can crash.
     /// From the service thread itself it only posts.
-    func stop(timeout: Duration = .seconds(2), _ request: @escaping Job) {
+    package func stop(timeout: Duration = .seconds(2), _ request: @escaping Job) {
         post(request)
         let onServiceThread = threadID.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
         guard !onServiceThread else { return }
@@ -122,7 +122,7 @@ final class ServiceThread<Core: AnyObject>: Sendable {
     }
 
     /// Runs every posted job; call from the thread's loop when woken.
-    func runJobs(_ core: Core) {
+    package func runJobs(_ core: Core) {
         wakePipe.drain()
         let jobs = queue.withLock { queue -> [Job] in
             defer { queue.jobs.removeAll() }
@@ -143,7 +143,7 @@ extension ServiceThread {
     ///   - failed: Called on the new thread when `make` throws (to finish an event stream).
     ///   - run: The thread's loop.
     /// - Returns: The thread and what `make` reported.
-    static func start<Info: Sendable>(
+    package static func start<Info: Sendable>(
         name: String, display: String?,
         make: @escaping @Sendable () throws(XSelectionError) -> (Core, Info),
         failed: @escaping @Sendable () -> Void,

@@ -1,6 +1,6 @@
 import CX11
-import FoundationEssentials
-import Glibc
+import Foundation
+import XSelection
 
 /// The drawing side of `TextWindow`; lives on the window's thread only.
 final class TextWindowCore {

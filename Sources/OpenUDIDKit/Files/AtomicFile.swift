@@ -30,11 +30,13 @@ enum AtomicFile {
     /// - Returns: The bytes, `.absent` when there is no file, or why it could not be read.
     ///   - root: The directory below which no link is followed (see the type's notes);
     ///     `nil` checks the file's own directory only.
-    static func read(_ path: String, limit: Int = SlotRecord.maximumSize, below root: String? = nil) -> StoreRead {
-        switch checkDirectories(split(path).directory, for: path, below: root) {
+    static func read(
+        _ path: String, limit: Int = SlotRecord.maximumSize, below root: String? = nil, fileSystem fs: FileSystem = .system
+    ) -> StoreRead {
+        switch checkDirectories(split(path).directory, for: path, below: root, fileSystem: fs) {
         case .failure(let problem): return .unavailable(problem)
         case .success(false): return .absent
-        case .success(true): return read(in: AT_FDCWD, name: path, path: path, limit: limit)
+        case .success(true): return read(in: AT_FDCWD, name: path, path: path, limit: limit, fileSystem: fs)
         }
     }
 
@@ -43,9 +45,11 @@ enum AtomicFile {
     /// - Parameter path: The file or directory to name in messages.
     /// - Returns: `true` when they all exist as real directories, `false` when one
     ///   is missing (so nothing below it can exist), or why one cannot be used.
-    static func checkDirectories(_ directory: String, for path: String, below root: String?) -> Result<Bool, StoreUnavailable> {
+    static func checkDirectories(
+        _ directory: String, for path: String, below root: String?, fileSystem fs: FileSystem = .system
+    ) -> Result<Bool, StoreUnavailable> {
         for directory in ownDirectories(directory, below: root) {
-            switch POSIX.linkStatus(directory) {
+            switch fs.linkStatus(directory) {
             case .failure(let error) where error.code == ENOENT:
                 return .success(false)
             case .failure(let error) where error.code == ENOTDIR:
@@ -54,7 +58,7 @@ enum AtomicFile {
                         .unsafePath,
                         "cannot use \(path): a component of the path is not a directory; remove or rename it"))
             case .failure(let error):
-                return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))"))
+                return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))", errno: error.code))
             case .success(let info) where POSIX.isSymbolicLink(info):
                 return .failure(linkedDirectory(directory, path: path))
             case .success(let info) where !POSIX.isDirectory(info):
@@ -93,9 +97,9 @@ enum AtomicFile {
     }
 
     /// Reads `name` relative to the open directory `directory`; `path` names it in messages.
-    static func read(in directory: Int32, name: String, path: String, limit: Int) -> StoreRead {
+    static func read(in directory: Int32, name: String, path: String, limit: Int, fileSystem fs: FileSystem = .system) -> StoreRead {
         // O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
-        let descriptor = POSIX.retrying { openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
+        let descriptor = fs.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             let code = errno
             switch code {
@@ -112,14 +116,14 @@ enum AtomicFile {
                         .unsafePath,
                         "cannot read \(path): a component of the path is not a directory; remove or rename it"))
             default:
-                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))"))
+                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))", errno: code))
             }
         }
-        defer { close(descriptor) }
+        defer { fs.close(descriptor) }
 
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
+        guard fs.fstat(descriptor, &info) == 0 else {
+            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
         }
         guard POSIX.isRegularFile(info) else {
             return .unavailable(
@@ -136,10 +140,10 @@ enum AtomicFile {
         var filled = 0
         while filled < buffer.count {
             let count = buffer.withUnsafeMutableBytes { raw in
-                POSIX.retrying { Glibc.read(descriptor, raw.baseAddress.map { $0 + filled }, raw.count - filled) }
+                fs.read(descriptor, raw.baseAddress.map { $0 + filled }, raw.count - filled)
             }
             if count < 0 {
-                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))"))
+                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
             }
             if count == 0 { break }
             filled += count
@@ -169,12 +173,14 @@ enum AtomicFile {
     ///   file is then intact.
     ///   - root: The directory below which no link is followed (see the type's notes);
     ///     `nil` checks the file's own directory only.
-    static func write(_ data: Data, to path: String, below root: String? = nil) throws(StoreUnavailable) {
+    static func write(_ data: Data, to path: String, below root: String? = nil, fileSystem fs: FileSystem = .system)
+        throws(StoreUnavailable)
+    {
         let (directory, _) = split(path)
-        try makeDirectories(directory, for: path, below: root)
-        removeStaleTemporaries(in: directory)
+        try makeDirectories(directory, for: path, below: root, fileSystem: fs)
+        removeStaleTemporaries(in: directory, fileSystem: fs)
 
-        switch POSIX.linkStatus(path) {
+        switch fs.linkStatus(path) {
         case .success(let info) where !POSIX.isRegularFile(info):
             let what = POSIX.isSymbolicLink(info) ? "a symbolic link" : "something other than a regular file"
             throw StoreUnavailable(
@@ -188,51 +194,51 @@ enum AtomicFile {
             throw writeFailure(path, error.code)
         }
 
-        let (temporary, descriptor) = try createTemporary(in: directory, for: path)
+        let (temporary, descriptor) = try createTemporary(in: directory, for: path, fileSystem: fs)
         var renamed = false
-        defer { if !renamed { unlink(temporary) } }
+        defer { if !renamed { fs.unlink(temporary) } }
 
         do throws(StoreUnavailable) {
-            try writeAll(data, to: descriptor, path: path)
-            if POSIX.retrying({ fsync(descriptor) }) != 0 { throw writeFailure(path, errno) }
+            try writeAll(data, to: descriptor, path: path, fileSystem: fs)
+            if fs.fsync(descriptor) != 0 { throw writeFailure(path, errno) }
         } catch {
-            close(descriptor)
+            fs.close(descriptor)
             throw error
         }
         // A close error after a successful fsync is rare (NFS), but it can mean lost data.
-        if close(descriptor) != 0, errno != EINTR { throw writeFailure(path, errno) }
+        if fs.close(descriptor) != 0, errno != EINTR { throw writeFailure(path, errno) }
 
-        guard rename(temporary, path) == 0 else { throw writeFailure(path, errno) }
+        guard fs.rename(temporary, path) == 0 else { throw writeFailure(path, errno) }
         renamed = true
         // The rename is done; failing to flush the directory can no longer
         // restore the old file, so it is not reported as a failed write.
-        syncDirectory(directory)
+        syncDirectory(directory, fileSystem: fs)
     }
 
     /// Removes the file at `path`; a missing file is fine.
     ///
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when something other
     ///   than a regular file stands there (it is left alone), or `.io`.
-    static func remove(_ path: String, below root: String? = nil) throws(StoreUnavailable) {
-        switch checkDirectories(split(path).directory, for: path, below: root) {
+    static func remove(_ path: String, below root: String? = nil, fileSystem fs: FileSystem = .system) throws(StoreUnavailable) {
+        switch checkDirectories(split(path).directory, for: path, below: root, fileSystem: fs) {
         case .failure(let problem): throw problem
         case .success(false): return
         case .success(true): break
         }
-        switch POSIX.linkStatus(path) {
+        switch fs.linkStatus(path) {
         case .failure(let error) where error.code == ENOENT || error.code == ENOTDIR:
             return
         case .failure(let error):
-            throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))")
+            throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))", errno: error.code)
         case .success(let info) where !POSIX.isRegularFile(info):
             throw StoreUnavailable(
                 .unsafePath,
                 "cannot remove \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
         case .success:
-            guard unlink(path) == 0 || errno == ENOENT else {
-                throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(errno))")
+            guard fs.unlink(path) == 0 || errno == ENOENT else {
+                throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(errno))", errno: errno)
             }
-            syncDirectory(split(path).directory)
+            syncDirectory(split(path).directory, fileSystem: fs)
         }
     }
 
@@ -245,17 +251,19 @@ enum AtomicFile {
     ///   - now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` for anything but a regular file, or `.io`.
-    static func quarantine(_ path: String, now: Date = Date(), below root: String? = nil) throws(StoreUnavailable) -> String? {
-        switch checkDirectories(split(path).directory, for: path, below: root) {
+    static func quarantine(
+        _ path: String, now: Date = Date(), below root: String? = nil, fileSystem fs: FileSystem = .system
+    ) throws(StoreUnavailable) -> String? {
+        switch checkDirectories(split(path).directory, for: path, below: root, fileSystem: fs) {
         case .failure(let problem): throw problem
         case .success(false): return nil
         case .success(true): break
         }
-        switch POSIX.linkStatus(path) {
+        switch fs.linkStatus(path) {
         case .failure(let error) where error.code == ENOENT:
             return nil
         case .failure(let error):
-            throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))")
+            throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))", errno: error.code)
         case .success(let info) where !POSIX.isRegularFile(info):
             throw StoreUnavailable(
                 .unsafePath,
@@ -268,13 +276,13 @@ enum AtomicFile {
         for attempt in 0..<1000 {
             let target = joined(directory, quarantineName(name, suffix: attempt == 0 ? suffix : "\(suffix)-\(attempt)"))
             // link(2) fails rather than replace an existing name, which rename(2) would not.
-            if link(path, target) == 0 {
-                guard unlink(path) == 0 || errno == ENOENT else {
+            if fs.link(path, target) == 0 {
+                guard fs.unlink(path) == 0 || errno == ENOENT else {
                     let code = errno
-                    unlink(target)
-                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))")
+                    fs.unlink(target)
+                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))", errno: code)
                 }
-                syncDirectory(split(path).directory)
+                syncDirectory(split(path).directory, fileSystem: fs)
                 return target
             }
             switch errno {
@@ -282,16 +290,16 @@ enum AtomicFile {
                 continue
             case EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, EXDEV:
                 // File systems without hard links: check the name is free, then rename.
-                guard case .failure(let error) = POSIX.linkStatus(target), error.code == ENOENT else { continue }
-                guard rename(path, target) == 0 else {
-                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(errno))")
+                guard case .failure(let error) = fs.linkStatus(target), error.code == ENOENT else { continue }
+                guard fs.rename(path, target) == 0 else {
+                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(errno))", errno: errno)
                 }
-                syncDirectory(split(path).directory)
+                syncDirectory(split(path).directory, fileSystem: fs)
                 return target
             case ENOENT:
                 return nil
             case let code:
-                throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))")
+                throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))", errno: code)
             }
         }
         throw StoreUnavailable(.io, "cannot quarantine \(path): 1000 quarantined copies from this millisecond already exist")
@@ -326,16 +334,18 @@ enum AtomicFile {
     ///
     /// Directories above `root` may be links; those below it (or `directory`
     /// itself when there is no root) must be real directories.
-    static func makeDirectories(_ directory: String, for path: String, below root: String? = nil) throws(StoreUnavailable) {
+    static func makeDirectories(
+        _ directory: String, for path: String, below root: String? = nil, fileSystem fs: FileSystem = .system
+    ) throws(StoreUnavailable) {
         let own = Set(ownDirectories(directory, below: root))
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + component
             var info = stat()
-            if own.contains(prefix), lstat(prefix, &info) == 0, POSIX.isSymbolicLink(info) {
+            if own.contains(prefix), fs.lstat(prefix, &info) == 0, POSIX.isSymbolicLink(info) {
                 throw linkedDirectory(prefix, path: path)
             }
-            if stat(prefix, &info) == 0 {
+            if fs.stat(prefix, &info) == 0 {
                 guard POSIX.isDirectory(info) else {
                     throw StoreUnavailable(.unsafePath, "cannot write \(path): \(prefix) is not a directory; remove or rename it")
                 }
@@ -343,7 +353,7 @@ enum AtomicFile {
             }
             guard errno == ENOENT else { throw writeFailure(path, errno) }
             // EEXIST: another process created it between stat and mkdir, which is fine.
-            if mkdir(prefix, 0o700) != 0, errno != EEXIST { throw writeFailure(path, errno) }
+            if fs.mkdir(prefix, 0o700) != 0, errno != EEXIST { throw writeFailure(path, errno) }
         }
     }
 
@@ -362,31 +372,28 @@ enum AtomicFile {
     /// Only regular files named `.openudid-tmp-*` whose last change is more than
     /// `staleTemporaryAge` seconds old are removed; at most `FileSlotStore.scanLimit`
     /// entries are looked at.
-    static func removeStaleTemporaries(in directory: String, now: time_t = time(nil)) {
-        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-        guard descriptor >= 0 else { return }
-        guard let stream = fdopendir(descriptor) else {
-            close(descriptor)
-            return
-        }
-        defer { closedir(stream) }
+    static func removeStaleTemporaries(in directory: String, now: time_t = time(nil), fileSystem fs: FileSystem = .system) {
+        let descriptor = fs.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0, let stream = fs.openDirectory(descriptor) else { return }
+        defer { fs.close(stream) }
         var stale: [String] = []
         var scanned = 0
-        while scanned < FileSlotStore.scanLimit, let entry = readdir(stream) {
+        while scanned < FileSlotStore.scanLimit, let name = fs.nextEntry(stream) {
             scanned += 1
-            let name = POSIX.name(of: entry)
             guard name.hasPrefix(temporaryPrefix) else { continue }
             var info = stat()
-            guard fstatat(dirfd(stream), name, &info, AT_SYMLINK_NOFOLLOW) == 0, POSIX.isRegularFile(info),
+            guard fs.fstatat(stream.descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, POSIX.isRegularFile(info),
                 now - info.st_mtim.tv_sec > staleTemporaryAge
             else { continue }
             stale.append(name)
         }
-        for name in stale { unlinkat(dirfd(stream), name, 0) }
+        for name in stale { fs.unlinkat(stream.descriptor, name, 0) }
     }
 
     /// Creates a fresh temporary file next to `path`, never reusing or following an existing name.
-    private static func createTemporary(in directory: String, for path: String) throws(StoreUnavailable) -> (String, Int32) {
+    private static func createTemporary(
+        in directory: String, for path: String, fileSystem fs: FileSystem
+    ) throws(StoreUnavailable) -> (String, Int32) {
         var generator = SystemRandomNumberGenerator()
         var code: Int32 = EEXIST
         for _ in 0..<16 {
@@ -394,9 +401,7 @@ enum AtomicFile {
             // 30 bytes at most, whatever the target's name: it always fits NAME_MAX.
             let name = temporaryPrefix + String(generator.next() as UInt64, radix: 16)
             let temporary = directory == "/" ? "/" + name : directory + "/" + name
-            let descriptor = POSIX.retrying {
-                open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            }
+            let descriptor = fs.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if descriptor >= 0 { return (temporary, descriptor) }
             code = errno
             if code != EEXIST { break }
@@ -404,12 +409,12 @@ enum AtomicFile {
         throw writeFailure(path, code)
     }
 
-    private static func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(StoreUnavailable) {
+    private static func writeAll(_ data: Data, to descriptor: Int32, path: String, fileSystem fs: FileSystem) throws(StoreUnavailable) {
         let bytes = [UInt8](data)
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { raw in
-                POSIX.retrying { Glibc.write(descriptor, raw.baseAddress.map { $0 + written }, raw.count - written) }
+                fs.write(descriptor, raw.baseAddress.map { $0 + written }, raw.count - written)
             }
             if count < 0 { throw writeFailure(path, errno) }
             // write(2) returning 0 for a non-empty regular-file write means no progress is possible.
@@ -419,11 +424,11 @@ enum AtomicFile {
     }
 
     /// Flushes a directory's entries, so a rename survives a crash; best effort.
-    private static func syncDirectory(_ directory: String) {
-        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    private static func syncDirectory(_ directory: String, fileSystem fs: FileSystem) {
+        let descriptor = fs.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
-        _ = POSIX.retrying { fsync(descriptor) }
-        close(descriptor)
+        _ = fs.fsync(descriptor)
+        fs.close(descriptor)
     }
 
     /// The error for a failed write: the path, the system's words, and what to do.
@@ -438,6 +443,6 @@ enum AtomicFile {
         case ENAMETOOLONG: remedy = "; the name is longer than the file system allows"
         default: remedy = ""
         }
-        return StoreUnavailable(.io, "cannot write \(path): \(POSIX.message(code))\(remedy)")
+        return StoreUnavailable(.io, "cannot write \(path): \(POSIX.message(code))\(remedy)", errno: code)
     }
 }

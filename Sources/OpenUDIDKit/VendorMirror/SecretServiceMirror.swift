@@ -198,23 +198,15 @@ extension SecretServiceMirror {
     }
 }
 
-// MARK: - Vendors
+// MARK: - Quarantine
 
 extension SecretServiceMirror {
-    /// Whether `vendor` may name an item: 1 to 255 characters from `A-Z a-z 0-9 . _ -`,
-    /// not starting with `.`.
-    package static func isValidVendor(_ vendor: String) -> Bool {
-        let bytes = Array(vendor.utf8)
-        guard !bytes.isEmpty, bytes.count <= 255, bytes[0] != UInt8(ascii: ".") else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default:
-                false
-            }
-        }
+    /// Moves nothing: the Secret Service keeps no side copies, so an item that does
+    /// not hold a valid record is replaced by the next write.
+    ///
+    /// - Returns: `nil`.
+    package func quarantine(vendor: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
+        nil
     }
 }
 
@@ -231,17 +223,12 @@ extension SecretServiceMirror {
         _ operation: String, vendor: String?,
         _ body: (SecretServiceCall) throws(StoreUnavailable) -> T
     ) -> (result: Result<T, StoreUnavailable>, timedOut: Bool) {
-        if let vendor, !Self.isValidVendor(vendor) {
-            let shown = vendor.count > 64 ? String(vendor.prefix(64)) + "…" : vendor
-            return (
-                .failure(
-                    StoreUnavailable(
-                        .serviceError,
-                        """
-                        secret-service: refusing vendor "\(shown)": a vendor is 1 to 255 characters \
-                        from A-Z a-z 0-9 . _ - and does not start with "."
-                        """)), false
-            )
+        if let vendor {
+            do throws(IdentityError) {
+                try AppIdentity.validate(vendor, as: .vendor)
+            } catch {
+                return (.failure(StoreUnavailable(.serviceError, "secret-service: refusing vendor: \(error.description)")), false)
+            }
         }
         let address: String
         switch Self.resolveBusAddress(busAddress) {
@@ -276,28 +263,11 @@ extension SecretServiceMirror {
         return (result, timer.fired)
     }
 
-    /// The address to connect to: the explicit one, the environment's, or the
-    /// conventional per-user socket. Never autolaunches a bus.
+    /// The address to connect to: the explicit one, or the session bus of this
+    /// process's environment (`SessionBus`). Never autolaunches a bus.
     fileprivate static func resolveBusAddress(_ explicit: String?) -> Result<String, StoreUnavailable> {
         if let explicit { return .success(explicit) }
-        let environment = ProcessInfo.processInfo.environment
-        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {
-            return .success(address)
-        }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            let socket = runtime + "/bus"
-            var info = stat()
-            if stat(socket, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK {
-                return .success("unix:path=" + socket)
-            }
-        }
-        return .failure(
-            StoreUnavailable(
-                .notRunning,
-                """
-                secret-service: no session bus: DBUS_SESSION_BUS_ADDRESS is not set and \
-                $XDG_RUNTIME_DIR/bus does not exist; run inside a desktop session or under dbus-run-session
-                """))
+        return SessionBus.address(in: ProcessInfo.processInfo.environment)
     }
 }
 

@@ -14,6 +14,7 @@ import Glibc
 /// at most; a lock that still cannot be taken is reported as unusable.
 final class FileLock {
     private var descriptor: Int32
+    private let fileSystem: FileSystem
 
     /// Why a lock could not be taken.
     struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -47,19 +48,17 @@ final class FileLock {
     ///   another holder kept it for `wait`, `.unusable` when the file cannot be used.
     static func acquire(
         _ path: String, waitingAtMost wait: Duration, below root: String? = nil,
-        now: Date = Date()
+        now: Date = Date(), fileSystem fs: FileSystem = .system
     ) -> Result<FileLock, Failure> {
         do {
-            try AtomicFile.makeDirectories(AtomicFile.split(path).directory, for: path, below: root)
+            try AtomicFile.makeDirectories(AtomicFile.split(path).directory, for: path, below: root, fileSystem: fs)
         } catch {
             return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): \(error.message)"))
         }
         var lastProblem = ""
         for _ in 0..<attempts {
             // O_NONBLOCK: a FIFO planted at the path must not make the open wait.
-            let descriptor = POSIX.retrying {
-                open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0o600)
-            }
+            let descriptor = fs.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0o600)
             if descriptor < 0 {
                 let code = errno
                 // ELOOP: a link; EISDIR: a directory; ENXIO: a socket. Anything else is not ours to fix.
@@ -69,13 +68,13 @@ final class FileLock {
                 lastProblem = code == ELOOP ? "a symbolic link stands there" : "something other than a regular file stands there"
             } else {
                 var info = stat()
-                if fstat(descriptor, &info) == 0, POSIX.isRegularFile(info) {
-                    return lock(descriptor, path: path, waitingAtMost: wait)
+                if fs.fstat(descriptor, &info) == 0, POSIX.isRegularFile(info) {
+                    return lock(descriptor, path: path, waitingAtMost: wait, fileSystem: fs)
                 }
-                close(descriptor)
+                fs.close(descriptor)
                 lastProblem = "something other than a regular file stands there"
             }
-            if let problem = moveAside(path, now: now) {
+            if let problem = moveAside(path, now: now, fileSystem: fs) {
                 return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): \(lastProblem), and \(problem)"))
             }
         }
@@ -88,16 +87,18 @@ final class FileLock {
                     """))
     }
 
-    private static func lock(_ descriptor: Int32, path: String, waitingAtMost wait: Duration) -> Result<FileLock, Failure> {
+    private static func lock(
+        _ descriptor: Int32, path: String, waitingAtMost wait: Duration, fileSystem fs: FileSystem
+    ) -> Result<FileLock, Failure> {
         let deadline = ContinuousClock.now + wait
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+        while fs.flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
-            guard code == EWOULDBLOCK || code == EINTR else {
-                close(descriptor)
+            guard code == EWOULDBLOCK else {
+                fs.close(descriptor)
                 return .failure(Failure(kind: .unusable, message: "cannot lock \(path): \(POSIX.message(code))"))
             }
             guard ContinuousClock.now < deadline else {
-                close(descriptor)
+                fs.close(descriptor)
                 return .failure(
                     Failure(
                         kind: .timedOut,
@@ -108,33 +109,34 @@ final class FileLock {
             }
             usleep(2_000)
         }
-        return .success(FileLock(descriptor: descriptor))
+        return .success(FileLock(descriptor: descriptor, fileSystem: fs))
     }
 
     /// Renames whatever stands at `path` to `<path>.corrupt-<milliseconds>`, never over an existing name.
     ///
     /// - Returns: Why it could not be moved, or `nil` once the path is free.
-    private static func moveAside(_ path: String, now: Date) -> String? {
+    private static func moveAside(_ path: String, now: Date, fileSystem fs: FileSystem) -> String? {
         let (directory, name) = AtomicFile.split(path)
         let suffix = ".corrupt-\(Milliseconds.since1970(now))"
         for attempt in 0..<1000 {
             let target = directory + "/" + AtomicFile.quarantineName(name, suffix: attempt == 0 ? suffix : "\(suffix)-\(attempt)")
-            guard case .failure(let error) = POSIX.linkStatus(target), error.code == ENOENT else { continue }
-            if rename(path, target) == 0 || errno == ENOENT { return nil }
+            guard case .failure(let error) = fs.linkStatus(target), error.code == ENOENT else { continue }
+            if fs.rename(path, target) == 0 || errno == ENOENT { return nil }
             return "it cannot be moved aside: \(POSIX.message(errno)); remove it by hand"
         }
         return "it cannot be moved aside: 1000 moved-aside copies from this millisecond already exist; remove them by hand"
     }
 
-    private init(descriptor: Int32) {
+    private init(descriptor: Int32, fileSystem: FileSystem) {
         self.descriptor = descriptor
+        self.fileSystem = fileSystem
     }
 
     /// Lets go of the lock; later calls do nothing.
     func release() {
         guard descriptor >= 0 else { return }
         // Closing the last descriptor of the open file releases the flock.
-        close(descriptor)
+        fileSystem.close(descriptor)
         descriptor = -1
     }
 

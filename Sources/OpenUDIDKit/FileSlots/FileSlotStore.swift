@@ -13,83 +13,55 @@ package struct FileSlotStore: Sendable, Hashable {
     /// directory stuffed with millions of names cannot stall an app.
     package static let scanLimit = 20_000
 
+    /// The slot files, one per app.
+    let files: KeyedFiles
     /// The directory holding the slot files.
-    package let directory: String
+    package var directory: String { files.directory }
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks `directory` alone.
-    package let root: String?
+    package var root: String? { files.root }
+    /// The file system every call goes through; `.system` outside tests.
+    package var fileSystem: FileSystem { files.fileSystem }
 
     /// A store in `directory`.
     ///
     /// - Parameters:
     ///   - directory: An absolute path; created on first write.
     ///   - root: The directory below which no link is followed; by default `directory` itself must not be a link.
-    package init(directory: String, root: String? = nil) {
-        self.directory = directory
-        self.root = root
+    ///   - fileSystem: The file system to go through.
+    package init(directory: String, root: String? = nil, fileSystem: FileSystem = .system) {
+        files = KeyedFiles(directory: directory, root: root, fileSystem: fileSystem, role: .app, what: "file slot")
     }
 
     /// The store at `paths.slotsDirectory`.
     ///
-    /// - Parameter paths: The storage locations to use.
-    package init(paths: StoragePaths) {
-        self.init(directory: paths.slotsDirectory, root: paths.dataHome)
+    /// - Parameters:
+    ///   - paths: The storage locations to use.
+    ///   - fileSystem: The file system to go through.
+    package init(paths: StoragePaths, fileSystem: FileSystem = .system) {
+        self.init(directory: paths.slotsDirectory, root: paths.dataHome, fileSystem: fileSystem)
     }
 
-    /// The path of `app`'s slot file.
+    /// The path of `app`'s slot file, `<directory>/<app>.json`.
     ///
-    /// - Parameter app: An application id.
-    /// - Returns: `<directory>/<app>.json`.
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when `app` is not a
     ///   valid app id, so no name can reach outside the directory.
-    package func path(for app: String) throws(StoreUnavailable) -> String {
-        do {
-            try AppIdentity.validate(app, as: .app)
-        } catch {
-            throw StoreUnavailable(.unsafePath, "no file slot for \(error.description)")
-        }
-        return directory + "/" + app + ".json"
-    }
+    package func path(for app: String) throws(StoreUnavailable) -> String { try files.path(for: app) }
 
-    /// Reads `app`'s slot file.
-    ///
-    /// - Parameter app: An application id.
-    /// - Returns: The bytes, `.absent`, or why the file could not be read.
-    package func read(app: String) -> StoreRead {
-        do {
-            return AtomicFile.read(try path(for: app), below: root)
-        } catch {
-            return .unavailable(error)
-        }
-    }
+    /// Reads `app`'s slot file: the bytes, `.absent`, or why the file could not be read.
+    package func read(app: String) -> StoreRead { files.read(app) }
 
-    /// Replaces `app`'s slot file with `bytes`, atomically.
-    ///
-    /// - Parameters:
-    ///   - bytes: A serialized record.
-    ///   - app: The application id the slot belongs to.
-    /// - Throws: `StoreUnavailable`; the old file is then intact.
-    package func write(_ bytes: Data, app: String) throws(StoreUnavailable) {
-        try AtomicFile.write(bytes, to: try path(for: app), below: root)
-    }
+    /// Replaces `app`'s slot file with `bytes`, atomically; on failure the old file is intact.
+    package func write(_ bytes: Data, app: String) throws(StoreUnavailable) { try files.write(bytes, app) }
 
     /// Deletes `app`'s slot file; a missing file is fine.
-    ///
-    /// - Parameter app: The application id the slot belongs to.
-    /// - Throws: `StoreUnavailable` when it cannot be removed.
-    package func remove(app: String) throws(StoreUnavailable) {
-        try AtomicFile.remove(try path(for: app), below: root)
-    }
+    package func remove(app: String) throws(StoreUnavailable) { try files.remove(app) }
 
     /// Moves `app`'s slot file aside as `<app>.json.corrupt-<milliseconds>`, keeping its bytes.
     ///
-    /// - Parameters:
-    ///   - app: The application id the slot belongs to.
-    ///   - now: The time for the new name.
     /// - Returns: The new path, or `nil` when there was no file.
-    /// - Throws: `StoreUnavailable` when it cannot be moved.
     package func quarantine(app: String, now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(try path(for: app), now: now, below: root)
+        try files.quarantine(app, now: now)
     }
 
     /// One file slot found by `list(limit:)`.
@@ -147,12 +119,12 @@ package struct FileSlotStore: Sendable, Hashable {
     /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed,
     ///   or it or a directory above it (below `root`) is a symbolic link.
     package func list(limit: Int = defaultLimit, including app: String? = nil) throws(StoreUnavailable) -> Listing {
-        switch AtomicFile.checkDirectories(directory, for: directory, below: root) {
+        switch AtomicFile.checkDirectories(directory, for: directory, below: root, fileSystem: fileSystem) {
         case .failure(let problem): throw problem
         case .success(false): return .empty
         case .success(true): break
         }
-        let descriptor = POSIX.retrying { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        let descriptor = fileSystem.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
             switch code {
@@ -163,24 +135,22 @@ package struct FileSlotStore: Sendable, Hashable {
                     .unsafePath,
                     "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
             default:
-                throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
+                throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))", errno: code)
             }
         }
-        guard let stream = fdopendir(descriptor) else {
+        guard let stream = fileSystem.openDirectory(descriptor) else {
             let code = errno
-            close(descriptor)
-            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))")
+            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))", errno: code)
         }
-        defer { closedir(stream) }
+        defer { fileSystem.close(stream) }
 
         var apps: [String] = []
         var invalid: [String] = []
         var scanned = 0
         var scanStopped = false
         while true {
-            errno = 0
-            guard let entry = readdir(stream) else {
-                if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))") }
+            guard let name = fileSystem.nextEntry(stream) else {
+                if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))", errno: errno) }
                 break
             }
             scanned += 1
@@ -188,7 +158,6 @@ package struct FileSlotStore: Sendable, Hashable {
                 scanStopped = true
                 break
             }
-            let name = POSIX.name(of: entry)
             guard name.hasSuffix(".json") else { continue }
             let stem = String(name.dropLast(5))
             if AppIdentity.isValid(stem) {
@@ -210,9 +179,9 @@ package struct FileSlotStore: Sendable, Hashable {
             Entry(
                 app: app,
                 content: AtomicFile.read(
-                    in: dirfd(stream), name: app + ".json",
+                    in: stream.descriptor, name: app + ".json",
                     path: directory + "/" + app + ".json",
-                    limit: SlotRecord.maximumSize))
+                    limit: SlotRecord.maximumSize, fileSystem: fileSystem))
         }
         var entries: [Entry] = []
         var valid = 0
@@ -230,4 +199,29 @@ package struct FileSlotStore: Sendable, Hashable {
         }
         return Listing(entries: entries, invalidNames: invalid, omitted: omitted, scanStopped: scanStopped)
     }
+}
+
+/// One app's file slot as a `RecordPlace`.
+package struct FileSlotPlace: RecordPlace {
+    /// The store of every app's file slot.
+    package let store: FileSlotStore
+    /// The app whose slot this is.
+    package let app: String
+
+    /// The slot of `app` in `store`.
+    package init(store: FileSlotStore, app: String) {
+        self.store = store
+        self.app = app
+    }
+
+    /// `"file slot"`.
+    package var name: String { "file slot" }
+    /// The slot file's path.
+    package var location: String { (try? store.path(for: app)) ?? app }
+    /// Reads the slot file.
+    package func read() -> StoreRead { store.read(app: app) }
+    /// Replaces the slot file.
+    package func write(_ bytes: Data) throws(StoreUnavailable) { try store.write(bytes, app: app) }
+    /// Moves the slot file aside as `<app>.json.corrupt-<milliseconds>`.
+    package func quarantine(now: Date) throws(StoreUnavailable) -> String? { try store.quarantine(app: app, now: now) }
 }

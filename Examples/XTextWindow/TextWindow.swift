@@ -1,13 +1,13 @@
-import FoundationEssentials
-import Glibc
+import Foundation
+import XSelection
 
 /// A minimal top-level window that shows lines of text, for demos and example programs.
 ///
-/// It has its own connection and thread, like `SelectionOwner`, so a program
+/// It has its own connection and thread, like XSelection's `SelectionOwner`, so a program
 /// without any toolkit gets a real window without pumping an event loop:
 /// it redraws itself when exposed, reports key presses and clicks on
 /// `events`, and goes away cleanly when the window manager asks it to close.
-/// Like the rest of this module it never ends the host process, whatever the
+/// Like XSelection it never ends the host process, whatever the
 /// server does. It is deliberately small: one core font, no layout, no
 /// scrolling, no input fields.
 ///

@@ -27,10 +27,14 @@ package struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvert
     /// One sentence that names the store and the thing that failed, and the remedy where there is one.
     package var message: String
 
+    /// The system's error number when a system call failed, else `nil`.
+    package var errno: Int32?
+
     /// Creates a description of a failure.
-    package init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
         self.kind = kind
         self.message = message
+        self.errno = errno
     }
 
     package var description: String { message }
@@ -46,26 +50,27 @@ package enum StoreRead: Sendable, Equatable {
     case unavailable(StoreUnavailable)
 }
 
-/// A per-vendor durable store: the Linux analogue of a keychain access group.
+/// A place where one record lives: an app's file slot, its local cache, its
+/// vendor's mirror (docs/PROTOCOL.md §4). The engine reads, repairs and
+/// quarantines through this protocol alone, so it knows no concrete store.
 ///
-/// One item per vendor (`com.acme` for `com.acme.notes`). The store deals in the
-/// serialized record's bytes; validating them is the caller's job. Scoping by
-/// vendor is enforced by this API, not by the operating system: any process of
-/// the same user can read every vendor's item (see docs/SECURITY.md).
-package protocol VendorMirrorStore: Sendable {
-    /// A short name for reports: `"secret-service"` or `"file"`.
+/// Every implementation keeps the same promises: `read()` after a successful
+/// `write(_:)` gives the bytes written; `read()` gives `.unavailable`, never
+/// `.absent`, when it cannot tell what is there; `quarantine(now:)` moves content
+/// that is not a valid record out of the way, keeping its bytes where the place
+/// can, and after it `read()` gives `.absent`.
+package protocol RecordPlace: Sendable {
+    /// The place's name in reports: `"file slot"`, `"local cache"`, `"mirror"`.
     var name: String { get }
-
-    /// Reads the item of `vendor`.
-    func read(vendor: String) -> StoreRead
-
-    /// Creates or replaces the item of `vendor` with `bytes`.
+    /// Where the record is, for messages: a path, or the store and vendor.
+    var location: String { get }
+    /// Reads the record's bytes, not yet validated.
+    func read() -> StoreRead
+    /// Replaces the record with `bytes`; on failure the old record is intact.
+    func write(_ bytes: Data) throws(StoreUnavailable)
+    /// Moves what the place holds aside so that a write can replace it.
     ///
-    /// - Throws: `StoreUnavailable` when the store cannot be written; the old item is then left as it was.
-    func write(_ bytes: Data, vendor: String) throws(StoreUnavailable)
-
-    /// Deletes the item of `vendor` (a "device reset" of that vendor's identifier).
-    ///
-    /// Deleting an item that does not exist succeeds.
-    func remove(vendor: String) throws(StoreUnavailable)
+    /// - Returns: Where the old bytes were kept, or `nil` when there was nothing
+    ///   (or the place keeps no side copies).
+    func quarantine(now: Date) throws(StoreUnavailable) -> String?
 }

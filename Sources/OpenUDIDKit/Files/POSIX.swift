@@ -1,28 +1,11 @@
 import Glibc
 
-/// Small helpers over the POSIX calls the file stores make.
+/// Small functions over what the POSIX calls of `FileSystem` return.
 enum POSIX {
     /// The system's text for `code`, such as "No space left on device".
     static func message(_ code: Int32) -> String {
         // glibc's strerror returns static text for every known code, so this is thread-safe.
         String(cString: strerror(code))
-    }
-
-    /// Runs `call` until it fails with something other than `EINTR`.
-    static func retrying<T: SignedInteger>(_ call: () -> T) -> T {
-        while true {
-            let result = call()
-            if result != -1 || errno != EINTR { return result }
-        }
-    }
-
-    /// `lstat(2)`: information about `path` itself, never what a link points to.
-    ///
-    /// - Returns: The information, or the `errno` of the failure.
-    static func linkStatus(_ path: String) -> Result<stat, Errno> {
-        var info = stat()
-        if lstat(path, &info) == 0 { return .success(info) }
-        return .failure(Errno(errno))
     }
 
     /// Whether `info` describes a regular file.

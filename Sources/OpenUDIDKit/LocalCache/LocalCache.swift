@@ -17,6 +17,8 @@ package struct LocalCache: Sendable, Hashable {
     /// The directory below which every directory must be a real one, never a link
     /// (the XDG data home); `nil` checks the cache's own directory alone.
     package let root: String?
+    /// The file system every call goes through; `.system` outside tests.
+    package let fileSystem: FileSystem
 
     /// The cache of `app` at `path`.
     ///
@@ -24,10 +26,12 @@ package struct LocalCache: Sendable, Hashable {
     ///   - app: The app whose cache it is.
     ///   - path: The cache file, created on first write.
     ///   - root: The directory below which no link is followed; by default the file's own directory must not be a link.
-    package init(app: AppIdentity, path: String, root: String? = nil) {
+    ///   - fileSystem: The file system to go through.
+    package init(app: AppIdentity, path: String, root: String? = nil, fileSystem: FileSystem = .system) {
         self.app = app
         self.path = path
         self.root = root
+        self.fileSystem = fileSystem
     }
 
     /// The cache of `app` at its standard place in `paths`.
@@ -35,8 +39,9 @@ package struct LocalCache: Sendable, Hashable {
     /// - Parameters:
     ///   - app: The app whose cache it is.
     ///   - paths: The storage locations to use.
-    package init(app: AppIdentity, paths: StoragePaths) {
-        self.init(app: app, path: paths.localCacheFile(for: app), root: paths.dataHome)
+    ///   - fileSystem: The file system to go through.
+    package init(app: AppIdentity, paths: StoragePaths, fileSystem: FileSystem = .system) {
+        self.init(app: app, path: paths.localCacheFile(for: app), root: paths.dataHome, fileSystem: fileSystem)
     }
 
     /// What the cache holds.
@@ -60,7 +65,7 @@ package struct LocalCache: Sendable, Hashable {
     /// - Parameter now: The reader's clock, for `SlotRecord.parse(_:now:)`.
     /// - Returns: What the cache holds.
     package func read(now: Date = Date()) -> Content {
-        switch AtomicFile.read(path, below: root) {
+        switch AtomicFile.read(path, below: root, fileSystem: fileSystem) {
         case .absent:
             return .absent
         case .unavailable(let problem):
@@ -91,7 +96,7 @@ package struct LocalCache: Sendable, Hashable {
     /// - Throws: `StoreUnavailable`; the old file is then intact.
     package func write(_ identifier: Identifier, born: Int64, at date: Date = Date()) throws(StoreUnavailable) {
         let record = SlotRecord(id: identifier, app: app, born: born, written: Milliseconds.since1970(date))
-        try AtomicFile.write(record.encoded(), to: path, below: root)
+        try AtomicFile.write(record.encoded(), to: path, below: root, fileSystem: fileSystem)
     }
 
     /// Records that the app opted out, forgetting its cached identifier.
@@ -101,14 +106,14 @@ package struct LocalCache: Sendable, Hashable {
     package func optOut(at date: Date = Date()) throws(StoreUnavailable) {
         let milliseconds = Milliseconds.since1970(date)
         let record = SlotRecord(id: .optedOut, app: app, born: milliseconds, written: milliseconds)
-        try AtomicFile.write(record.encoded(), to: path, below: root)
+        try AtomicFile.write(record.encoded(), to: path, below: root, fileSystem: fileSystem)
     }
 
     /// Deletes the cache file: the app's value and any opt-out; a missing file is fine.
     ///
     /// - Throws: `StoreUnavailable` when it cannot be removed.
     package func remove() throws(StoreUnavailable) {
-        try AtomicFile.remove(path, below: root)
+        try AtomicFile.remove(path, below: root, fileSystem: fileSystem)
     }
 
     /// Moves the cache file aside as `<file>.corrupt-<milliseconds>`, keeping its bytes.
@@ -117,6 +122,30 @@ package struct LocalCache: Sendable, Hashable {
     /// - Returns: The new path, or `nil` when there was no file.
     /// - Throws: `StoreUnavailable` when it cannot be moved.
     package func quarantine(now: Date = Date()) throws(StoreUnavailable) -> String? {
-        try AtomicFile.quarantine(path, now: now, below: root)
+        try AtomicFile.quarantine(path, now: now, below: root, fileSystem: fileSystem)
     }
+}
+
+/// An app's local cache as a `RecordPlace`: its bytes, whatever record they hold.
+package struct LocalCachePlace: RecordPlace {
+    /// The cache.
+    package let cache: LocalCache
+
+    /// The place of `cache`.
+    package init(_ cache: LocalCache) {
+        self.cache = cache
+    }
+
+    /// `"local cache"`.
+    package var name: String { "local cache" }
+    /// The cache file's path.
+    package var location: String { cache.path }
+    /// Reads the cache file's bytes.
+    package func read() -> StoreRead { AtomicFile.read(cache.path, below: cache.root, fileSystem: cache.fileSystem) }
+    /// Replaces the cache file.
+    package func write(_ bytes: Data) throws(StoreUnavailable) {
+        try AtomicFile.write(bytes, to: cache.path, below: cache.root, fileSystem: cache.fileSystem)
+    }
+    /// Moves the cache file aside as `<file>.corrupt-<milliseconds>`.
+    package func quarantine(now: Date) throws(StoreUnavailable) -> String? { try cache.quarantine(now: now) }
 }

@@ -1,0 +1,201 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Synchronization
+import XSelection
+
+extension Engine {
+    // MARK: Reading
+
+    /// Everything read from every source in one resolution.
+    struct Gathered {
+        var candidates: [Candidate] = []
+        var rejected: [Rejection] = []
+        var sources: [SourceStatus] = []
+        var local: LocalCache.Content = .absent
+        var ownFileSlot: StoreRead = .absent
+        var mirrorRead: StoreRead?
+        var mirrorRecord: SlotRecord?
+        var mirrorName: String?
+        var held: SlotRecord?
+    }
+
+    /// Reads every source. `held` is the app's value from its last resolution,
+    /// which the selection pass needs to know when it may settle early.
+    func gather(now: Date, held: SlotRecord? = nil) -> Gathered {
+        // The selection pass spends most of its time waiting for other processes
+        // to answer; the files and the mirror are read meanwhile, not after it.
+        // The pass may end early once the ballots in hand settle the vote, and
+        // the file slots and cache are part of that hand.
+        let group = DispatchGroup()
+        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus])>(([], [], []))
+        let durableInHand = DurableInHand()
+        let settled = settlement(durableInHand: durableInHand, held: held, now: now)
+        DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+            var part = Gathered()
+            gatherSelections(into: &part, now: now, settled: settled)
+            selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
+        }
+        var gathered = Gathered()
+        if configuration.usesFiles {
+            gatherFileSlots(into: &gathered, now: now)
+            gatherLocalCache(into: &gathered, now: now)
+        } else {
+            gathered.sources.append(SourceStatus("file-slots", .notUsed("files are turned off")))
+            gathered.sources.append(SourceStatus("local-cache", .notUsed("files are turned off")))
+            gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
+            gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
+        }
+        let localCandidates = gathered.candidates
+        durableInHand.candidates.withLock { $0 = localCandidates }
+        gatherMirror(into: &gathered, now: now)
+        group.wait()
+        // Selections first, as if they had been read first: the same order every time.
+        selections.withLock { part in
+            gathered.candidates = part.candidates + gathered.candidates
+            gathered.rejected = part.rejected + gathered.rejected
+            gathered.sources = part.sources + gathered.sources
+        }
+        return gathered
+    }
+
+    /// Whether the selection readings in hand, with the file slots and local
+    /// cache once they are read, settle the vote against the X clients that
+    /// still owe an answer (`Resolution.isSettled`). Nothing is settled before
+    /// the files are read: a durable ballot there may be what settles it.
+    private func settlement(
+        durableInHand: DurableInHand, held: SlotRecord?, now: Date
+    ) -> @Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool {
+        let keepsFiles = configuration.usesFiles
+        let policy = configuration.policy
+        let app = app.id
+        return { readings, outstanding in
+            guard let durable = durableInHand.candidates.withLock({ $0 }) else { return false }
+            let resolution = Resolution.resolve(
+                candidates: durable + readings.compactMap(\.candidate), local: nil, held: held, keepsFiles: keepsFiles,
+                policy: policy, app: app
+            ) { (Identifier.random(), Milliseconds.since1970(now)) }
+            return Resolution.isSettled(resolution, outstanding: outstanding)
+        }
+    }
+
+    private func gatherSelections(
+        into gathered: inout Gathered, now: Date,
+        settled: (@Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool)? = nil
+    ) {
+        guard let display = configuration.displayName else {
+            let why = configuration.usesSelections ? "no X display (DISPLAY is unset)" : "selections are turned off"
+            gathered.sources.append(SourceStatus("selections", configuration.usesSelections ? .unavailable(why) : .notUsed(why)))
+            return
+        }
+        do throws(XSelectionError) {
+            let reader = try connectedReader(display)
+            let readings: [SelectionSlots.Reading]
+            do throws(XSelectionError) {
+                readings = try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now, settled: settled)
+            } catch {
+                // The server went away since the last pass: reconnect once.
+                dropReader()
+                readings = try slots.readAll(
+                    with: try connectedReader(display), deadline: configuration.readDeadline, now: now, settled: settled)
+            }
+            var count = 0
+            for reading in readings {
+                switch reading.result {
+                case .success:
+                    count += 1
+                    if let candidate = reading.candidate { gathered.candidates.append(candidate) }
+                case .failure(let rejection):
+                    gathered.rejected.append(rejection)
+                }
+            }
+            gathered.sources.append(SourceStatus("selections", .read(records: count)))
+        } catch {
+            dropReader()
+            gathered.sources.append(SourceStatus("selections", .unavailable(error.message)))
+        }
+    }
+
+    func gatherFileSlots(into gathered: inout Gathered, now: Date) {
+        let listing: FileSlotStore.Listing
+        do {
+            listing = try fileSlots.list(including: app.id)
+        } catch {
+            gathered.sources.append(SourceStatus("file-slots", .unavailable(error.message)))
+            gathered.ownFileSlot = .unavailable(error)
+            return
+        }
+        var count = 0
+        for entry in listing.entries {
+            if entry.app == app.id { gathered.ownFileSlot = entry.content }
+            let place = (try? fileSlots.path(for: entry.app)) ?? entry.app
+            switch entry.content {
+            case .absent:
+                continue
+            case .unavailable(let problem):
+                gathered.rejected.append(Rejection(place, problem.message))
+            case .found(let bytes):
+                do {
+                    let record = try SlotRecord.parse(bytes, now: now)
+                    gathered.candidates.append(Candidate(record, from: .fileSlot(app: entry.app)))
+                    count += 1
+                } catch {
+                    gathered.rejected.append(Rejection(place, error.description, code: error.token))
+                    if entry.app == app.id { gathered.ownFileSlot = .unavailable(StoreUnavailable(.corrupt, error.description)) }
+                }
+            }
+        }
+        if let report = listing.report { gathered.rejected.append(Rejection(fileSlots.directory, report, code: "too-many-files")) }
+        gathered.sources.append(SourceStatus("file-slots", .read(records: count)))
+    }
+
+    private func gatherLocalCache(into gathered: inout Gathered, now: Date) {
+        let content = localCache.read(now: now)
+        gathered.local = content
+        switch content {
+        case .absent, .optedOut:
+            gathered.sources.append(SourceStatus("local-cache", .read(records: 0)))
+        case .identifier(let record):
+            gathered.candidates.append(Candidate(record, from: .localCache))
+            gathered.sources.append(SourceStatus("local-cache", .read(records: 1)))
+        case .unavailable(let problem):
+            gathered.rejected.append(Rejection(localCache.path, problem.message))
+            gathered.sources.append(SourceStatus("local-cache", .unavailable(problem.message)))
+        }
+    }
+
+    private func gatherMirror(into gathered: inout Gathered, now: Date) {
+        guard let mirror, let place = mirrorPlace else {
+            gathered.sources.append(SourceStatus("mirror", .notUsed("no mirror chosen")))
+            return
+        }
+        gathered.mirrorName = mirror.name
+        let read = place.read()
+        gathered.mirrorRead = read
+        switch read {
+        case .absent:
+            gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
+        case .unavailable(let problem):
+            gathered.sources.append(SourceStatus("mirror", .unavailable(problem.message)))
+        case .found(let bytes):
+            do {
+                let record = try SlotRecord.parse(bytes, now: now)
+                gathered.mirrorRecord = record
+                gathered.candidates.append(Candidate(record, from: .vendorMirror(store: mirror.name, vendor: app.vendor)))
+                gathered.sources.append(SourceStatus("mirror", .read(records: 1)))
+            } catch {
+                gathered.rejected.append(Rejection(place.location, error.description, code: error.token))
+                gathered.mirrorRead = .unavailable(StoreUnavailable(.corrupt, error.description))
+                gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
+            }
+        }
+    }
+
+}
+
+/// The durable ballots a pass has in hand (the file slots and local cache),
+/// handed from the thread that reads the files to the one reading selections;
+/// nil until the files are read.
+private final class DurableInHand: Sendable {
+    let candidates = Mutex<[Candidate]?>(nil)
+}

@@ -1,0 +1,93 @@
+import FoundationEssentials
+import Glibc
+
+extension Engine {
+    // MARK: Resolving
+
+    /// Reads every source, holds the vote, and writes the winner wherever this app owns a copy.
+    ///
+    /// - Parameters:
+    ///   - slot: The selection slot this app serves, if it participates (for the report).
+    ///   - held: The identifier this app holds from its last resolution, if any:
+    ///     its own ballot where no stored copy of its own answers, so that an
+    ///     unreadable slot or a lost X server never makes it forget.
+    func resolve(slot: Int?, held: SlotRecord? = nil) -> Report {
+        let now = Date()
+        var gathered = gather(now: now, held: held)
+        if let optOut = currentOptOut(gathered) {
+            return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
+        }
+        gathered.held = held
+        var resolution = vote(gathered, now: now)
+
+        // Apps started at once from nothing would each generate an identifier of
+        // their own. Generating is serialised through a lock beside the file
+        // slots: the holder looks at the file slots again and generates only if
+        // they are still empty, and keeps the lock until its copies are written.
+        var generationLock: FileLock?
+        defer { generationLock?.release() }
+        let acquired =
+            resolution.origin == .generated && configuration.usesFiles
+            ? FileLock.acquire(
+                paths.generationLock, waitingAtMost: Self.generationWait, below: paths.dataHome, fileSystem: fileSystem) : nil
+        if case .failure(let problem)? = acquired {
+            gathered.rejected.append(Rejection(paths.generationLock, problem.message, code: "generation-lock"))
+        }
+        if case .success(let lock)? = acquired {
+            generationLock = lock
+            var again = Gathered()
+            gatherFileSlots(into: &again, now: now)
+            if !again.candidates.isEmpty {
+                gathered.candidates.removeAll { if case .fileSlot = $0.source { true } else { false } }
+                gathered.candidates += again.candidates
+                gathered.ownFileSlot = again.ownFileSlot
+                gathered.sources = gathered.sources.map { $0.name == "file-slots" ? again.sources.first ?? $0 : $0 }
+                resolution = vote(gathered, now: now)
+            }
+            // Someone else generated meanwhile: nothing left to serialise.
+            if resolution.origin != .generated { lock.release() }
+        }
+
+        let record = SlotRecord(
+            id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
+            written: Milliseconds.since1970(now), optOut: false)
+        var repairs: [Repair] = []
+        if configuration.usesFiles {
+            repairs.append(repair(localCachePlace, current: localCacheRead(gathered.local), record: record, now: now))
+            repairs.append(repair(fileSlot, current: gathered.ownFileSlot, record: record, now: now))
+        }
+        if let mirrorPlace, let read = gathered.mirrorRead {
+            // The mirror is the vendor's, not one app's: which app wrote it last does
+            // not count in the vote, so rewriting it for that alone would make every
+            // app of a vendor rewrite it (an fsync, or a keyring write) on every resolution.
+            repairs.append(repair(mirrorPlace, current: read, record: record, ignoringWriter: true, now: now))
+        }
+        return Report(
+            app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
+            sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
+            mirrorRecord: gathered.mirrorRecord, slot: slot,
+            environment: SessionEnvironment.notes(configuration, sources: gathered.sources))
+    }
+
+    /// How long an app waits for another one that is generating an identifier;
+    /// past that it generates its own rather than hang on a lock another app keeps.
+    static let generationWait: Duration = .seconds(2)
+
+    private func vote(_ gathered: Gathered, now: Date) -> Resolution {
+        let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
+        return Resolution.resolve(
+            candidates: gathered.candidates, local: local, held: gathered.held,
+            keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id
+        ) {
+            (Identifier.random(), Milliseconds.since1970(now))
+        }
+    }
+
+    private func currentOptOut(_ gathered: Gathered) -> OptOut? {
+        guard configuration.usesFiles else { return nil }
+        if case .optedOut = gathered.local { return .app }
+        if userOptedOut { return .user }
+        return nil
+    }
+
+}

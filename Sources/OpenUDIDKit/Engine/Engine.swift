@@ -1,0 +1,136 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+import XSelection
+
+/// Gathers candidates from every source, holds the vote, and repairs what the
+/// app owns. One engine per `OpenUDID` instance; calls are serialised by the
+/// owner of the engine.
+///
+/// Gathering is in `Engine+Gather.swift`, the vote and the generation of a new
+/// identifier in `Engine+Generate.swift`, and the repair of the places the app
+/// keeps a copy in in `Engine+Repair.swift`. The engine reads and writes those
+/// places through `RecordPlace` alone.
+final class Engine: @unchecked Sendable {
+    // Everything mutable (`reader`, `mirrorStore`) is touched only with `lock` held.
+    private let lock = Mutex(())
+    let app: AppIdentity
+    let configuration: OpenUDID.Configuration
+    let paths: StoragePaths
+    let slots: SelectionSlots
+    let fileSlots: FileSlotStore
+    let localCache: LocalCache
+    /// This app's file slot.
+    let fileSlot: any RecordPlace
+    /// This app's local cache, as bytes.
+    let localCachePlace: any RecordPlace
+    /// The file system every file call goes through.
+    var fileSystem: FileSystem { configuration.fileSystem }
+    private var reader: SelectionReader?
+    private var mirrorChoice: (any VendorMirrorStore)??
+
+    init(app: AppIdentity, configuration: OpenUDID.Configuration) throws(OpenUDIDError) {
+        guard (1...10_000).contains(configuration.slotCount) else {
+            throw OpenUDIDError(.invalidOption, "slot count \(configuration.slotCount) is out of range; use 1 to 10000")
+        }
+        self.app = app
+        self.configuration = configuration
+        do {
+            paths = try StoragePaths(environment: configuration.environment, namespace: configuration.namespace)
+        } catch {
+            throw OpenUDIDError(error)
+        }
+        slots = SelectionSlots(namespace: configuration.namespace, count: configuration.slotCount)
+        fileSlots = FileSlotStore(paths: paths, fileSystem: configuration.fileSystem)
+        localCache = LocalCache(app: app, paths: paths, fileSystem: configuration.fileSystem)
+        fileSlot = FileSlotPlace(store: fileSlots, app: app.id)
+        localCachePlace = LocalCachePlace(localCache)
+    }
+
+    /// The mirror store, chosen once (the automatic choice asks the session bus).
+    var mirror: (any VendorMirrorStore)? {
+        lock.withLock { _ in
+            if let chosen = mirrorChoice { return chosen }
+            let chosen = Self.store(
+                for: configuration.mirror, paths: paths, environment: configuration.environment, fileSystem: fileSystem)
+            mirrorChoice = .some(chosen)
+            return chosen
+        }
+    }
+
+    /// The vendor's mirror store for `choice`. The session bus is the one of
+    /// `environment`, so a handle configured with another environment (a test,
+    /// the lab) talks to that environment's Secret Service.
+    static func store(
+        for choice: MirrorChoice, paths: StoragePaths, environment: [String: String], fileSystem: FileSystem = .system
+    ) -> (any VendorMirrorStore)? {
+        let address = try? SessionBus.address(in: environment, fileSystem: fileSystem).get()
+        switch choice {
+        case .none: return nil
+        case .file: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
+        case .secretService: return SecretServiceMirror(busAddress: address, namespace: paths.namespace)
+        case .automatic:
+            // No bus in this environment: no Secret Service to ask.
+            guard let address else { return FileVendorMirror(paths: paths, fileSystem: fileSystem) }
+            // A locked or hung keyring still counts: it may hold the mirror, it just
+            // cannot be read now (the report says so), and falling back to files
+            // would fork the vendor's value.
+            switch SecretServiceMirror.probe(busAddress: address) {
+            case .ready, .locked, .unresponsive: return SecretServiceMirror(busAddress: address, namespace: paths.namespace)
+            case .unusable, .unreachable: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
+            }
+        }
+    }
+
+    /// The vendor's mirror as a place, if a mirror is used.
+    var mirrorPlace: (any RecordPlace)? {
+        mirror.map { VendorMirrorPlace(store: $0, vendor: app.vendor) }
+    }
+
+    /// Whether the user opted out for every app.
+    var userOptedOut: Bool {
+        fileSystem.exists(paths.optOutMarker)
+    }
+
+    func connectedReader(_ display: String) throws(XSelectionError) -> SelectionReader {
+        try lock.withLock { _ throws(XSelectionError) in
+            if let reader { return reader }
+            let opened = try SelectionReader(display: display)
+            reader = opened
+            return opened
+        }
+    }
+
+    func connectedReaderForOwners(_ display: String) throws(XSelectionError) -> SelectionReader {
+        try connectedReader(display)
+    }
+
+    func dropReader() {
+        lock.withLock { _ in
+            reader?.close()
+            reader = nil
+        }
+    }
+
+    /// The record this app serves in its selection slot for `report`.
+    func slotRecord(for report: Report) -> SlotRecord {
+        let now = Milliseconds.since1970(Date())
+        if report.optOut != nil {
+            return SlotRecord(id: .optedOut, app: app.id, vendor: app.vendor, born: now, written: now, optOut: true)
+        }
+        return SlotRecord(id: report.identifier, app: app.id, vendor: app.vendor, born: report.born ?? now, written: now, optOut: false)
+    }
+}
+
+extension Engine {
+    /// The slots nobody owns now, lowest first (one round trip).
+    func freeSlots() throws(XSelectionError) -> [Int] {
+        guard let display = configuration.displayName else { return [] }
+        let reader = try connectedReaderForOwners(display)
+        let owners = try reader.owners(of: slots.names)
+        return (0..<slots.count).filter { index in
+            guard let holder = owners[slots.name(index)] else { return true }
+            return holder == nil
+        }
+    }
+}

@@ -1,0 +1,307 @@
+import Glibc
+import Synchronization
+
+/// The one way the library reaches the file system: every libc file call it
+/// makes goes through an instance of this type.
+///
+/// `FileSystem.system` passes each call straight to libc. A test makes its own
+/// instance and injects faults into it ("`ENOSPC` on the 2nd `write`"), so the
+/// disk-full, read-only and unreadable paths run without root and without
+/// touching any other test: the faults belong to the instance, not to the process.
+///
+/// Every call that can be interrupted is retried on `EINTR` here, including an
+/// injected `EINTR`, so callers never see it; `close` is never retried (on Linux
+/// the descriptor is gone whatever it returns).
+package final class FileSystem: Sendable, Hashable {
+    /// The kinds of call a fault can be injected into.
+    package enum Call: String, Sendable, Hashable, CaseIterable {
+        /// `open`, `openat`.
+        case open
+        /// `read`.
+        case read
+        /// `write`.
+        case write
+        /// `fsync`.
+        case fsync
+        /// `close`.
+        case close
+        /// `rename`.
+        case rename
+        /// `link`.
+        case link
+        /// `unlink`, `unlinkat`.
+        case unlink
+        /// `mkdir`.
+        case mkdir
+        /// `flock`.
+        case flock
+        /// `stat`, `fstat`, `fstatat`.
+        case stat
+        /// `lstat`.
+        case lstat
+        /// `fdopendir`, `readdir`.
+        case readdir
+    }
+
+    /// A fault waiting to happen: `errno` on the `nth` matching call of a kind,
+    /// counted from when it was injected, and on the `times - 1` calls after it.
+    private struct Fault {
+        let call: Call
+        let code: Int32
+        let path: String?
+        var skip: Int
+        var times: Int
+    }
+
+    private struct State {
+        var faults: [Fault] = []
+        var counts: [Call: Int] = [:]
+        /// The path each open descriptor was opened with, so calls on a descriptor match by path too.
+        var opened: [Int32: String] = [:]
+    }
+
+    /// `nil` for `system`, which never fails on purpose and counts nothing.
+    private let state: Mutex<State>?
+
+    /// The real file system, with no faults.
+    package static let system = FileSystem(injectable: false)
+
+    private init(injectable: Bool) {
+        state = injectable ? Mutex(State()) : nil
+    }
+
+    /// A file system of its own, into which faults can be injected.
+    package convenience init() {
+        self.init(injectable: true)
+    }
+
+    /// Makes the `nth` call of kind `call` from now on, and the `times - 1` calls
+    /// after it, fail with `code` before reaching libc.
+    ///
+    /// - Parameters:
+    ///   - code: The `errno` to fail with (`ENOSPC`, `EROFS`, `EACCES`, `EINTR`, `EIO`…).
+    ///   - call: The kind of call.
+    ///   - nth: Which matching call fails first, 1 for the very next one.
+    ///   - times: How many matching calls in a row fail; `Int.max` for every one.
+    ///   - path: Only calls on a path containing this text count (for a call on a
+    ///     descriptor, the path it was opened with; for `openat`, the name); `nil` for every call.
+    package func inject(_ code: Int32, on call: Call, at nth: Int = 1, times: Int = 1, path: String? = nil) {
+        precondition(state != nil, "FileSystem.system takes no faults; make an instance of your own")
+        precondition(nth >= 1 && times >= 1)
+        state?.withLock { $0.faults.append(Fault(call: call, code: code, path: path, skip: nth - 1, times: times)) }
+    }
+
+    /// Removes every fault not yet spent.
+    package func clearFaults() {
+        state?.withLock { $0.faults.removeAll() }
+    }
+
+    /// How many calls of kind `call` this instance made, injected failures included (0 for `system`).
+    package func count(of call: Call) -> Int {
+        state?.withLock { $0.counts[call, default: 0] } ?? 0
+    }
+
+    /// Counts a call of kind `call` on `path` and returns the `errno` it must fail with, if any.
+    private func fault(_ call: Call, _ path: String?) -> Int32? {
+        state?.withLock { state -> Int32? in
+            state.counts[call, default: 0] += 1
+            let matches = { (fault: Fault) in
+                fault.call == call && (fault.path.map { wanted in path?.contains(wanted) ?? false } ?? true)
+            }
+            guard let index = state.faults.firstIndex(where: matches) else { return nil }
+            if state.faults[index].skip > 0 {
+                state.faults[index].skip -= 1
+                return nil
+            }
+            let code = state.faults[index].code
+            state.faults[index].times -= 1
+            if state.faults[index].times == 0 { state.faults.remove(at: index) }
+            return code
+        }
+    }
+
+    /// Runs `body` as a call of kind `call`: an injected fault first, then libc,
+    /// again and again while the answer is `EINTR`.
+    private func perform<T: SignedInteger>(_ call: Call, _ path: String?, _ body: () -> T) -> T {
+        while true {
+            if let code = fault(call, path) {
+                errno = code
+                if code == EINTR { continue }
+                return -1
+            }
+            let result = body()
+            if result != -1 || errno != EINTR { return result }
+        }
+    }
+
+    // MARK: Calls
+
+    /// The path `descriptor` was opened with, for matching faults.
+    private func path(of descriptor: Int32) -> String? {
+        state?.withLock { $0.opened[descriptor] }
+    }
+
+    /// Remembers the path of a descriptor just opened (injectable instances only).
+    private func opened(_ descriptor: Int32, _ path: String) -> Int32 {
+        if descriptor >= 0 { state?.withLock { $0.opened[descriptor] = path } }
+        return descriptor
+    }
+
+    /// `open(2)`.
+    package func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        opened(perform(.open, path) { Glibc.open(path, flags, mode) }, path)
+    }
+
+    /// `openat(2)`.
+    package func openat(_ directory: Int32, _ name: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        let path = self.path(of: directory).map { $0 + "/" + name } ?? name
+        return opened(perform(.open, path) { Glibc.openat(directory, name, flags, mode) }, path)
+    }
+
+    /// `read(2)`.
+    package func read(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        perform(.read, path(of: descriptor)) { Glibc.read(descriptor, buffer, count) }
+    }
+
+    /// `write(2)`.
+    package func write(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        perform(.write, path(of: descriptor)) { Glibc.write(descriptor, buffer, count) }
+    }
+
+    /// `fsync(2)`.
+    package func fsync(_ descriptor: Int32) -> Int32 {
+        perform(.fsync, path(of: descriptor)) { Glibc.fsync(descriptor) }
+    }
+
+    /// `close(2)`, never retried.
+    @discardableResult
+    package func close(_ descriptor: Int32) -> Int32 {
+        let path = path(of: descriptor)
+        state?.withLock { _ = $0.opened.removeValue(forKey: descriptor) }
+        let result = Glibc.close(descriptor)
+        if let code = fault(.close, path) {
+            errno = code
+            return -1
+        }
+        return result
+    }
+
+    /// `rename(2)`.
+    package func rename(_ from: String, _ to: String) -> Int32 {
+        perform(.rename, from) { Glibc.rename(from, to) }
+    }
+
+    /// `link(2)`.
+    package func link(_ from: String, _ to: String) -> Int32 {
+        perform(.link, from) { Glibc.link(from, to) }
+    }
+
+    /// `unlink(2)`.
+    @discardableResult
+    package func unlink(_ path: String) -> Int32 {
+        perform(.unlink, path) { Glibc.unlink(path) }
+    }
+
+    /// `unlinkat(2)`.
+    @discardableResult
+    package func unlinkat(_ directory: Int32, _ name: String, _ flags: Int32) -> Int32 {
+        perform(.unlink, self.path(of: directory).map { $0 + "/" + name } ?? name) { Glibc.unlinkat(directory, name, flags) }
+    }
+
+    /// `mkdir(2)`.
+    package func mkdir(_ path: String, _ mode: mode_t) -> Int32 {
+        perform(.mkdir, path) { Glibc.mkdir(path, mode) }
+    }
+
+    /// `flock(2)`.
+    package func flock(_ descriptor: Int32, _ operation: Int32) -> Int32 {
+        perform(.flock, path(of: descriptor)) { systemFlock(descriptor, operation) }
+    }
+
+    /// `stat(2)`, following links.
+    package func stat(_ path: String, _ info: inout Glibc.stat) -> Int32 {
+        perform(.stat, path) { systemStat(path, &info) }
+    }
+
+    /// `fstat(2)`.
+    package func fstat(_ descriptor: Int32, _ info: inout Glibc.stat) -> Int32 {
+        perform(.stat, path(of: descriptor)) { Glibc.fstat(descriptor, &info) }
+    }
+
+    /// `fstatat(2)`.
+    package func fstatat(_ directory: Int32, _ name: String, _ info: inout Glibc.stat, _ flags: Int32) -> Int32 {
+        perform(.stat, self.path(of: directory).map { $0 + "/" + name } ?? name) { Glibc.fstatat(directory, name, &info, flags) }
+    }
+
+    /// `lstat(2)`.
+    package func lstat(_ path: String, _ info: inout Glibc.stat) -> Int32 {
+        perform(.lstat, path) { Glibc.lstat(path, &info) }
+    }
+
+    /// `lstat(2)`: information about `path` itself, never what a link points to.
+    ///
+    /// - Returns: The information, or the `errno` of the failure.
+    func linkStatus(_ path: String) -> Result<Glibc.stat, POSIX.Errno> {
+        var info = Glibc.stat()
+        if lstat(path, &info) == 0 { return .success(info) }
+        return .failure(POSIX.Errno(errno))
+    }
+
+    /// Whether anything, even a dangling link, stands at `path`.
+    package func exists(_ path: String) -> Bool {
+        var info = Glibc.stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// An open directory being listed; `close(_:)` it when done.
+    package struct Directory {
+        fileprivate let stream: OpaquePointer
+        fileprivate let path: String?
+        /// The descriptor of the directory, for `openat` and `fstatat` relative to it.
+        package var descriptor: Int32 { dirfd(stream) }
+    }
+
+    /// `fdopendir(3)` over `descriptor`, which it takes over (closed with the directory, or on failure).
+    package func openDirectory(_ descriptor: Int32) -> Directory? {
+        let path = path(of: descriptor)
+        if let code = fault(.readdir, path) {
+            close(descriptor)
+            errno = code
+            return nil
+        }
+        guard let stream = fdopendir(descriptor) else {
+            let code = errno
+            close(descriptor)
+            errno = code
+            return nil
+        }
+        return Directory(stream: stream, path: path)
+    }
+
+    /// `readdir(3)`: the next entry's name, or `nil` at the end (`errno` 0) or on a failure (`errno` set).
+    package func nextEntry(_ directory: Directory) -> String? {
+        if let code = fault(.readdir, directory.path) {
+            errno = code
+            return nil
+        }
+        errno = 0
+        guard let entry = readdir(directory.stream) else { return nil }
+        return POSIX.name(of: entry)
+    }
+
+    /// `closedir(3)`.
+    package func close(_ directory: Directory) {
+        state?.withLock { _ = $0.opened.removeValue(forKey: directory.descriptor) }
+        closedir(directory.stream)
+    }
+
+    /// Two handles are the same file system only when they are the same instance.
+    package static func == (lhs: FileSystem, rhs: FileSystem) -> Bool { lhs === rhs }
+
+    /// Hashes the instance's identity.
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+// `Glibc.flock` and `Glibc.stat` name the structs; the functions are reached unqualified here.
+private func systemFlock(_ descriptor: Int32, _ operation: Int32) -> Int32 { flock(descriptor, operation) }
+private func systemStat(_ path: String, _ info: inout stat) -> Int32 { stat(path, &info) }
