@@ -77,20 +77,9 @@ extension Bench {
             }
         }
 
-        results.add(
-            Figure(
-                "read100.pipelined", "100 occupied slots, one owner process, pipelined (SelectionReader)",
-                samples: try timedRead(
-                    reader, slots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps,
-                    expectValues: true),
-                baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
-        results.add(
-            Figure(
-                "read100.sequential", "the same, one conversion awaited at a time (pipelineDepth 1)",
-                samples: try timedRead(
-                    reader, slots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps,
-                    expectValues: true),
-                baseline: "read100.pipelined", target: .atLeastTimesBaseline(15)))
+        try pipelinedAndSequential(
+            reader, slots, suffix: "", pipelined: "100 occupied slots, one owner process, pipelined (SelectionReader)",
+            sequential: "the same, one conversion awaited at a time (pipelineDepth 1)")
         results.add(
             Figure(
                 "read100.pipelined.xlib", "the same slots, pipelined plain Xlib/xcb reader",
@@ -115,20 +104,28 @@ extension Bench {
             })
         defer { many.forEach { $0.stop(grace: .milliseconds(500)) } }
         let manySlots = names(manyPrefix, plan.ownerProcesses)
+        try pipelinedAndSequential(
+            reader, manySlots, suffix: ".100procs", pipelined: "100 occupied slots, one owner process each, pipelined",
+            sequential: "the same, one conversion awaited at a time")
+    }
+
+    /// Times `slots` read in one pipelined pass, and one conversion at a time,
+    /// as the figures `read100.pipelined<suffix>` and `read100.sequential<suffix>`.
+    private func pipelinedAndSequential(
+        _ reader: SelectionReader, _ slots: [SelectionName], suffix: String, pipelined: String, sequential: String
+    ) throws {
         results.add(
             Figure(
-                "read100.pipelined.100procs", "100 occupied slots, one owner process each, pipelined",
+                "read100.pipelined\(suffix)", pipelined,
                 samples: try timedRead(
-                    reader, manySlots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps,
-                    expectValues: true),
+                    reader, slots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps, expectValues: true),
                 baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
         results.add(
             Figure(
-                "read100.sequential.100procs", "the same, one conversion awaited at a time",
+                "read100.sequential\(suffix)", sequential,
                 samples: try timedRead(
-                    reader, manySlots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps,
-                    expectValues: true),
-                baseline: "read100.pipelined.100procs", target: .atLeastTimesBaseline(15)))
+                    reader, slots, depth: 1, warmup: plan.sequential.warmup, reps: plan.sequential.reps, expectValues: true),
+                baseline: "read100.pipelined\(suffix)", target: .atLeastTimesBaseline(15)))
     }
 
     /// Tk reading the slots one `selection get` at a time, timed inside the script.
