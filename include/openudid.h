@@ -169,6 +169,12 @@ int openudid_options_set_mirror(openudid_options *options, openudid_mirror mirro
  * Errors: OPENUDID_EINVAL (also for a value that is not an openudid_policy). */
 int openudid_options_set_policy(openudid_options *options, openudid_policy policy);
 
+/* Whether the app takes part only once the user has consented: with
+ * `required` nonzero, a handle reads, generates, writes and publishes nothing,
+ * and reports 40 zeros, until openudid_grant_consent (default: 0, not
+ * required). Errors: OPENUDID_EINVAL. */
+int openudid_options_set_consent_required(openudid_options *options, int required);
+
 /* ---- Handles ----------------------------------------------------------- */
 
 /* Opens a handle for `app`, a reverse-DNS application id such as
@@ -274,6 +280,21 @@ int openudid_opt_out(openudid *handle);
 /* Undoes openudid_opt_out; the app takes the consensus again.
  * Errors: OPENUDID_EINVAL, OPENUDID_ESTORE. */
 int openudid_opt_in(openudid *handle);
+
+/* Records the user's consent for this app (kept beside its local cache until
+ * withdrawn); a participating handle takes part at once.
+ * Errors: OPENUDID_EINVAL, OPENUDID_ESTORE. */
+int openudid_grant_consent(openudid *handle);
+
+/* Withdraws the user's consent and erases the app's file slot and local cache;
+ * a participating handle gives up its slot at once. The vendor's mirror, which
+ * other apps of the vendor share, is left alone.
+ * Errors: OPENUDID_EINVAL, OPENUDID_ESTORE. */
+int openudid_withdraw_consent(openudid *handle);
+
+/* 1 when the user's consent for this app is recorded, 0 when not, or
+ * OPENUDID_EINVAL for a bad handle. */
+int openudid_has_consent(openudid *handle);
 
 /* ---- The user, and uninstalling ----------------------------------------- */
 

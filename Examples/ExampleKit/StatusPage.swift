@@ -74,6 +74,8 @@ struct StatusPage {
             ]
         case .user:
             return [Line("  The user opted out for every app: every app reports 40 zeros.", colour: Self.alarm)]
+        case .noConsent:
+            return [Line("  Waiting for the user's consent: nothing is read, kept or shared yet.", colour: Self.alarm)]
         case nil:
             break
         }

@@ -64,6 +64,9 @@ extension OpenUDID {
         /// How long a participating app waits after a slot change before it resolves again,
         /// so a burst of changes costs one resolution.
         package var debounce: Duration = .milliseconds(20)
+        /// Whether the app needs the user's consent before anything is read,
+        /// generated, written or published (`OpenUDID.grantConsent()`).
+        public var consent: ConsentPolicy = .notRequired
         /// The file system every file call of this handle goes through: `.system`,
         /// or in a test an instance with injected faults.
         package var fileSystem: FileSystem = .system
@@ -90,4 +93,18 @@ extension OpenUDID {
             return nil
         }
     }
+}
+
+/// Whether an app asks the user before it takes part.
+///
+/// A device identifier is personal data in the EU, and storing or reading one
+/// on the user's device needs consent unless strictly necessary. With
+/// `required`, a handle reads, generates, writes and publishes nothing until
+/// `OpenUDID.grantConsent()` records the user's consent for the app; until
+/// then it reports the all-zero identifier with `OptOut.noConsent`.
+public enum ConsentPolicy: Sendable, Hashable {
+    /// The app takes part without asking (the library's default).
+    case notRequired
+    /// The app takes part only once the user has consented.
+    case required
 }

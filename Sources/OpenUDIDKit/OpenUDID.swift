@@ -94,6 +94,45 @@ public final class OpenUDID: Sendable {
         try resolving.withLock { _ in try body() }
     }
 
+    // MARK: Consent
+
+    /// Whether the user's consent for this app is recorded (see `ConsentPolicy`).
+    public var hasConsent: Bool { engine.hasConsent }
+
+    /// Records the user's consent for this app, kept beside its local cache
+    /// until withdrawn; the next resolution takes part.
+    ///
+    /// - Throws: `OpenUDIDError` when the record cannot be written.
+    public func grantConsent() throws(OpenUDIDError) {
+        let stamp = "consent granted at \(Milliseconds.iso8601(Milliseconds.since1970(Date())))\n"
+        do {
+            try AtomicFile.write(
+                Data(stamp.utf8), to: engine.paths.consentFile(for: app), below: engine.paths.dataHome,
+                fileSystem: engine.fileSystem)
+        } catch {
+            throw OpenUDIDError(error)
+        }
+        cached.withLock { $0 = nil }
+    }
+
+    /// Withdraws the user's consent for this app and erases the app's copies
+    /// of the identifier (its file slot and local cache) as removing the app
+    /// would; a participation stops serving its slot at its next resolution
+    /// (`Participation.refresh()`). The vendor's mirror, which other apps of the
+    /// vendor share, is left alone.
+    ///
+    /// - Throws: `OpenUDIDError` when a file cannot be removed.
+    public func withdrawConsent() throws(OpenUDIDError) {
+        do {
+            try AtomicFile.remove(engine.paths.consentFile(for: app), below: engine.paths.dataHome, fileSystem: engine.fileSystem)
+            try engine.fileSlots.remove(app: app.id)
+            try engine.localCache.remove()
+        } catch {
+            throw OpenUDIDError(error)
+        }
+        cached.withLock { $0 = nil }
+    }
+
     // MARK: Opt-out
 
     /// Opts this app out: it reports the all-zero identifier, publishes that it

@@ -215,8 +215,14 @@ final class ParticipationCore: @unchecked Sendable {
             generationLock = lock
             fresh = udid.exclusively { engine.resolve(slot: slot, held: report?.heldRecord) }
         }
-        let record = engine.slotRecord(for: fresh)
-        publish(record)
+        if fresh.optOut == .noConsent {
+            // Without the user's consent nothing is published: give up the slot.
+            if let slot { try? owner?.release(slots.name(slot)) }
+            slot = nil
+            published = nil
+        } else {
+            publish(engine.slotRecord(for: fresh))
+        }
         if let generationLock { try? owner?.release(generationLock) }
         if fresh.slot != slot {
             fresh = fresh.with(slot: slot)

@@ -107,6 +107,9 @@ public enum OptOut: String, Sendable, Hashable, Codable {
     case app
     /// The user opted out for every app.
     case user
+    /// The app requires the user's consent (`ConsentPolicy.required`) and
+    /// has none recorded: nothing was read, generated, written or published.
+    case noConsent = "no-consent"
 }
 
 /// The outcome of one resolution, with its provenance.

@@ -112,3 +112,12 @@ public func openudid_options_set_policy(_ pointer: OpaquePointer?, _ policy: ope
         options.configuration.withLock { $0.policy = chosen }
     }
 }
+
+/// `openudid_options_set_consent_required`: take part only once the user consented.
+@c @implementation
+public func openudid_options_set_consent_required(_ pointer: OpaquePointer?, _ required: Int32) -> Int32 {
+    status { () throws(CallFailure) in
+        let options = try options(pointer, of: "openudid_options_set_consent_required")
+        options.configuration.withLock { $0.consent = required != 0 ? .required : .notRequired }
+    }
+}

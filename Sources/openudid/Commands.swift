@@ -30,7 +30,10 @@ private let resolving: [Option] = [
             do throws(IdentityError) { try AppIdentity.validate(vendor, as: .vendor) } catch { return error.description }
             return nil
         }),
-    .value("slots", "N", help: "the number of selection slots (default: 100)", check: .integer(in: 1...10_000))
+    .value("slots", "N", help: "the number of selection slots (default: 100)", check: .integer(in: 1...10_000)),
+    .value(
+        "consent", "POLICY", help: "required: take part only once the user consented (openudid consent); default: not-required",
+        check: .oneOf(["required", "not-required"]))
 ]
 
 /// The `openudid` tool and its commands.
@@ -80,6 +83,18 @@ let tool = Command(
             synopses: ["ID [--namespace NAME]", "--app ID [--namespace NAME]"],
             options: [.value("app", "ID", help: "the app's reverse-DNS id, instead of the word ID"), namespace],
             arguments: ["ID"]),
+        Command(
+            "consent", abstract: "record, withdraw or show the user's consent for one app",
+            discussion: """
+                Records the user's consent for the app (grant), withdraws it and erases
+                the app's file slot and local cache (withdraw), or prints granted or
+                absent (status). An app run with --consent required reads, generates,
+                writes and publishes nothing, and reports all zeros, until consent is
+                granted.
+                """,
+            synopses: ["--app ID grant|withdraw|status [options]"],
+            options: [app] + resolving,
+            arguments: ["grant|withdraw|status"]),
         Command(
             "opt-out", abstract: "opt one app out, or with --all the user for every app (--undo reverses)",
             discussion: """

@@ -86,6 +86,7 @@ func configuration() -> OpenUDID.Configuration {
     if let policy = parsed["policy"] { configuration.policy = policy == "keep" ? .keepLocal : .followConsensus }
     if let mirror = parsed["mirror"].flatMap(MirrorChoice.init(name:)) { configuration.mirror = mirror }
     if let count = parsed.integer("slots") { configuration.slotCount = count }
+    if parsed["consent"] == "required" { configuration.consent = .required }
     return configuration
 }
 // Built once here, before anything touches a file; remove-app takes none of these options.
@@ -195,6 +196,19 @@ case "remove-app":
         try OpenUDID.removeApp(app, namespace: parsed["namespace"])
     } catch {
         fail(error.description, status: error.kind == .invalidApp || error.kind == .invalidNamespace ? Exit.usage : Exit.failure)
+    }
+
+case "consent":
+    let udid = handle()
+    do {
+        switch parsed.arguments.first {
+        case "grant": try udid.grantConsent()
+        case "withdraw": try udid.withdrawConsent()
+        case "status": printLine(udid.hasConsent ? "granted" : "absent")
+        default: parsed.fail("takes grant, withdraw or status")
+        }
+    } catch {
+        fail(error.description, status: Exit.failure)
     }
 
 case "opt-out":

@@ -159,7 +159,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
         ),
         (
             ["slots", "--app", "com.acme.notes"],
-            "openudid slots: slots does not take '--app'; get, serve, remove-app and opt-out do; see 'openudid slots --help'"
+            "openudid slots: slots does not take '--app'; get, serve, remove-app, consent and opt-out do; see 'openudid slots --help'"
         ),
         (["get", "--app"], "openudid get: --app ID needs a value; see 'openudid get --help'"),
         (["get", "--app", "--json"], "openudid get: --app ID needs a value; see 'openudid get --help'"),

@@ -13,6 +13,9 @@ extension Engine {
     ///     unreadable slot or a lost X server never makes it forget.
     func resolve(slot: Int?, held: SlotRecord? = nil) -> Report {
         let now = Date()
+        if configuration.consent == .required, !hasConsent {
+            return noConsentReport()
+        }
         var gathered = gather(now: now, held: held)
         if let optOut = currentOptOut(gathered) {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
@@ -90,4 +93,17 @@ extension Engine {
         return nil
     }
 
+    /// Whether the user's consent for this app is recorded.
+    var hasConsent: Bool { fileSystem.exists(paths.consentFile(for: app)) }
+
+    /// The report of an app that requires consent and has none: nothing read,
+    /// nothing written, the all-zero identifier.
+    private func noConsentReport() -> Report {
+        let why = "the app requires the user's consent, and none is recorded"
+        return Report(
+            app: app, identifier: .optedOut, born: nil, optOut: .noConsent, resolution: nil,
+            sources: ["selections", "file-slots", "local-cache", "mirror"].map { SourceStatus($0, .notUsed(why)) },
+            rejected: [], repairs: [], mirrorStore: nil, mirrorRecord: nil, slot: nil,
+            environment: SessionEnvironment.notes(configuration, sources: []))
+    }
 }

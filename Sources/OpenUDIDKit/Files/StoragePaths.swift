@@ -88,6 +88,12 @@ package struct StoragePaths: Sendable, Hashable {
         return Self.joined(Self.joined(dataHome, app.id), name)
     }
 
+    /// The file whose presence records the user's consent for `app`, beside its local cache.
+    package func consentFile(for app: AppIdentity) -> String {
+        let name = namespace.map { "openudid-\($0)-consent" } ?? "openudid-consent"
+        return Self.joined(Self.joined(dataHome, app.id), name)
+    }
+
     /// The file whose presence means the user opted out of OpenUDID altogether.
     package var optOutMarker: String { Self.joined(configHome, "openudid/opt-out") }
 

@@ -62,6 +62,7 @@ static void arguments(void) {
     report("openudid_options_set_namespace(options NULL)", openudid_options_set_namespace(NULL, "ns"));
     report("openudid_options_set_mirror(options NULL)", openudid_options_set_mirror(NULL, OPENUDID_MIRROR_FILE));
     report("openudid_options_set_policy(options NULL)", openudid_options_set_policy(NULL, OPENUDID_POLICY_KEEP_LOCAL));
+    report("openudid_options_set_consent_required(options NULL)", openudid_options_set_consent_required(NULL, 1));
     openudid_options_new(&options);
     report("openudid_options_set_namespace(ns \"bad ns!\")", openudid_options_set_namespace(options, "bad ns!"));
     report("openudid_options_set_namespace(ns \"\")", openudid_options_set_namespace(options, ""));
@@ -104,6 +105,10 @@ static void arguments(void) {
     report("openudid_participate(twice)", openudid_participate(udid, NULL, NULL));
     report("openudid_opt_out(handle NULL)", openudid_opt_out(NULL));
     report("openudid_opt_in(handle NULL)", openudid_opt_in(NULL));
+    report("openudid_grant_consent(handle NULL)", openudid_grant_consent(NULL));
+    report("openudid_withdraw_consent(handle NULL)", openudid_withdraw_consent(NULL));
+    report("openudid_has_consent(handle NULL)", openudid_has_consent(NULL));
+    report("openudid_has_consent", openudid_has_consent(udid));
 
     /* A closed handle is not open any more, whatever it is given. */
     closed = udid;
