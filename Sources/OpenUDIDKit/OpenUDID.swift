@@ -84,6 +84,11 @@ public final class OpenUDID: Sendable {
     /// The cached resolution, if there is one.
     var cachedReport: Report? { cached.withLock { $0 } }
 
+    /// Drops the cached resolution: a choice changed on disk.
+    func forget() {
+        cached.withLock { $0 = nil }
+    }
+
     /// Updates the cache with a resolution made elsewhere (by a participation).
     func remember(_ report: Report) {
         cached.withLock { $0 = report }

@@ -69,6 +69,8 @@ final class ParticipationCore: @unchecked Sendable {
     private var scheduled = false
     private var stopped = false
     private var reconnecting = false
+    /// Tells of the user's choices made on disk by any process (opt-out, consent).
+    private var choices: ChoiceWatcher?
     /// The wait before reading again the slots a settled vote did not wait
     /// for, doubled each time they still do not answer; nil when none is due.
     private var lateReadDelay: Duration?
@@ -85,9 +87,22 @@ final class ParticipationCore: @unchecked Sendable {
 
     func start() {
         queue.sync {
+            // Watching starts before the first resolution, so a choice made
+            // while it runs is not missed.
+            let paths = engine.paths
+            choices = ChoiceWatcher(
+                files: [paths.optOutMarker, paths.localCacheFile(for: udid.app), paths.consentFile(for: udid.app)]
+            ) { [weak self] in self?.choiceChanged() }
             connect()
             resolveAndPublish()
         }
+    }
+
+    /// An opt-out, a withdrawal of consent or another choice changed on disk:
+    /// the cached resolution is stale, whoever made it.
+    private func choiceChanged() {
+        udid.forget()
+        schedule()
     }
 
     func latest() -> Report {
@@ -102,6 +117,8 @@ final class ParticipationCore: @unchecked Sendable {
         queue.sync {
             guard !stopped else { return }
             stopped = true
+            choices?.stop()
+            choices = nil
             owner?.close()
             watcher?.stop()
             owner = nil

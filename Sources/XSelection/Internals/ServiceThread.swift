@@ -190,7 +190,7 @@ final class ResultBox<T: Sendable>: Sendable {
 
 /// Runs `body` on a new detached POSIX thread. Threads of the library are
 /// plain POSIX threads: it links FoundationEssentials, which has no `Thread`.
-func startThread(_ body: @escaping @Sendable () -> Void) {
+package func startThread(_ body: @escaping @Sendable () -> Void) {
     final class Start: Sendable {
         let body: @Sendable () -> Void
         init(body: @escaping @Sendable () -> Void) { self.body = body }

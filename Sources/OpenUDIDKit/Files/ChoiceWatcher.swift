@@ -1,0 +1,118 @@
+import Glibc
+import Synchronization
+import XSelection
+
+/// Tells a running participant when the user's choices change on disk: the
+/// user-wide opt-out marker, the app's local cache (where a per-app opt-out is
+/// kept) and its consent record, whichever process changed them
+/// (docs/PROTOCOL.md §8).
+///
+/// It watches, with inotify, the directory of each file, or while that does
+/// not exist the nearest ancestor that does, and arms again when directories
+/// appear. Only events on those names (and on the directories leading to them)
+/// count, so the app's own writes elsewhere do not wake it. `onChange` runs on
+/// the watcher's thread; it should only schedule work.
+final class ChoiceWatcher: Sendable {
+    private let descriptor: Int32
+    private let wake: (read: Int32, write: Int32)
+    private let files: [String]
+    /// Watch descriptor → the directory it watches.
+    private let watches = Mutex<[Int32: String]>([:])
+    private let stopped = Atomic<Bool>(false)
+
+    /// Starts watching `files` (absolute paths); nil when inotify is not available.
+    init?(files: [String], onChange: @escaping @Sendable () -> Void) {
+        let descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard descriptor >= 0 else { return nil }
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            close(descriptor)
+            return nil
+        }
+        for end in pipeEnds {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        self.descriptor = descriptor
+        self.wake = (pipeEnds[0], pipeEnds[1])
+        self.files = files
+        arm()
+        let watcher = self
+        startThread { watcher.run(onChange) }
+    }
+
+    /// Stops the thread; the descriptors are closed when it has ended.
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+    }
+
+    /// The directories to watch: each file's own, or its nearest existing ancestor.
+    private func arm() {
+        var wanted: Set<String> = []
+        for file in files {
+            var directory = Self.parent(of: file)
+            while !directory.isEmpty, directory != "/", access(directory, F_OK) != 0 {
+                directory = Self.parent(of: directory)
+            }
+            wanted.insert(directory.isEmpty ? "/" : directory)
+        }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
+        watches.withLock { watches in
+            for directory in wanted where !watches.values.contains(directory) {
+                let watch = inotify_add_watch(descriptor, directory, mask)
+                if watch >= 0 { watches[watch] = directory }
+            }
+        }
+    }
+
+    private func run(_ onChange: @Sendable () -> Void) {
+        defer {
+            close(descriptor)
+            close(wake.read)
+            close(wake.write)
+        }
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while !stopped.load(ordering: .acquiring) {
+            var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
+            if fds[1].revents != 0 { return }
+            guard fds[0].revents != 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { continue }
+            if relevant(buffer, count: count) {
+                arm()
+                onChange()
+            }
+        }
+    }
+
+    /// Whether any event of the batch names one of the files or a directory on the way to one.
+    private func relevant(_ buffer: [UInt8], count: Int) -> Bool {
+        let known = watches.withLock { $0 }
+        var offset = 0
+        var found = false
+        buffer.withUnsafeBytes { raw in
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                let nameStart = offset + MemoryLayout<inotify_event>.size
+                let nameBytes = raw[nameStart..<min(nameStart + Int(event.len), count)].prefix { $0 != 0 }
+                let name = String(decoding: nameBytes, as: UTF8.self)
+                if let directory = known[event.wd] {
+                    let path = directory == "/" ? "/" + name : directory + "/" + name
+                    if name.isEmpty || files.contains(where: { $0 == path || $0.hasPrefix(path + "/") }) {
+                        found = true
+                    }
+                }
+                offset = nameStart + Int(event.len)
+            }
+        }
+        return found
+    }
+
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}
