@@ -96,6 +96,19 @@ let tool = Command(
             options: [app] + resolving,
             arguments: ["grant|withdraw|status"]),
         Command(
+            "forget", abstract: "remove everything the library wrote for this user (--dry-run lists it)",
+            discussion: """
+                Removes every file slot, local cache, consent record, mirror file, mirror
+                item in the Secret Service and marker the library wrote for this user, in
+                every namespace, and prints each. With --dry-run prints them and removes
+                nothing. Stop the participating apps first, or they write their copies again.
+                """,
+            synopses: ["--all [--dry-run]"],
+            options: [
+                .flag("all", help: "everything, for every app (required)"),
+                .flag("dry-run", help: "list what would be removed; remove nothing")
+            ]),
+        Command(
             "opt-out", abstract: "opt one app out, or with --all the user for every app (--undo reverses)",
             discussion: """
                 Opts one app out (it reports all zeros, publishes that it opted out and

@@ -53,7 +53,7 @@ let appArgument: String? = {
         }
         return word
     }
-    return command == "slots" ? nil : parsed["app"]
+    return command == "slots" || command == "forget" ? nil : parsed["app"]
 }()
 
 if let app = appArgument {
@@ -61,7 +61,7 @@ if let app = appArgument {
         parsed.fail(error.description)
     }
 }
-if command != "remove-app", parsed["display"] != nil, parsed.has("no-display") {
+if command != "remove-app", command != "forget", parsed["display"] != nil, parsed.has("no-display") {
     parsed.fail("--display and --no-display contradict each other; give one")
 }
 switch command {
@@ -90,7 +90,7 @@ func configuration() -> OpenUDID.Configuration {
     return configuration
 }
 // Built once here, before anything touches a file; remove-app takes none of these options.
-let checkedConfiguration = command == "remove-app" ? OpenUDID.Configuration() : configuration()
+let checkedConfiguration = ["remove-app", "forget"].contains(command) ? OpenUDID.Configuration() : configuration()
 
 // A display named on the command line must answer: silently working without it
 // would hide a typo. ($DISPLAY is the session's business: without a server
@@ -222,6 +222,18 @@ case "opt-out":
         }
     } catch {
         fail(error.description, status: Exit.failure)
+    }
+
+case "forget":
+    guard parsed.has("all") else { parsed.fail("needs --all: it removes everything the library wrote for this user") }
+    let dryRun = parsed.has("dry-run")
+    let erasure: OpenUDID.Erasure
+    do { erasure = try OpenUDID.forgetEverything(dryRun: dryRun) } catch { fail(error.description, status: Exit.failure) }
+    for file in erasure.files { printLine(file) }
+    for item in erasure.keyringItems { printLine("keyring: \(item)") }
+    if erasure.files.isEmpty && erasure.keyringItems.isEmpty { printLine(dryRun ? "nothing to remove" : "nothing was there") }
+    if !erasure.problems.isEmpty {
+        fail("not everything could be removed:\n" + erasure.problems.joined(separator: "\n"), status: Exit.failure)
     }
 
 default:

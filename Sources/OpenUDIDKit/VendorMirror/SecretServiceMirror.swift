@@ -134,6 +134,24 @@ package struct SecretServiceMirror: VendorMirrorStore {
     }
 }
 
+extension SecretServiceMirror {
+    /// The labels of every item of the mirror's schema, any vendor and any
+    /// namespace; with `delete`, deletes them too (a locked one throws, and
+    /// nothing after it is deleted).
+    ///
+    /// - Throws: `StoreUnavailable` when the service cannot be asked, or an item cannot be deleted.
+    package func everyItem(delete: Bool) throws(StoreUnavailable) -> [String] {
+        try perform(delete ? "deleting every item" : "listing every item", vendor: nil) { call throws(StoreUnavailable) in
+            let items = try call.everyItem()
+            if delete {
+                if items.contains(where: \.isLocked) { throw call.lockedItem() }
+                for item in items { try call.deleteOrThrow(item) }
+            }
+            return items.map { call.label(of: $0) }.sorted()
+        }.result.get()
+    }
+}
+
 // MARK: - Probing
 
 extension SecretServiceMirror {
@@ -383,6 +401,20 @@ private final class SecretServiceCall {
     /// Every item of the vendor in this namespace, locked or not, in every collection; unlocks nothing.
     func items() throws(StoreUnavailable) -> [FoundItem] {
         try search(attributes)
+    }
+
+    /// Every item of the schema, whatever its vendor and namespace.
+    func everyItem() throws(StoreUnavailable) -> [FoundItem] {
+        let none = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+        defer { g_hash_table_unref(none) }
+        return try search(none)
+    }
+
+    /// The label of `item`, as keyring managers show it.
+    func label(of item: FoundItem) -> String {
+        guard let label = secret_item_get_label(item.pointer) else { return "(no label)" }
+        defer { g_free(label) }
+        return String(cString: label)
     }
 
     /// The vendor's items that have no namespace attribute at all (written before it existed).

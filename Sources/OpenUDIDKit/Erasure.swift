@@ -1,0 +1,121 @@
+import FoundationEssentials
+import Glibc
+
+extension OpenUDID {
+    /// Everything the library ever wrote for this user, and whether it was removed.
+    public struct Erasure: Sendable {
+        /// The files removed (or, in a dry run, that would be): the shared
+        /// slots and file mirror under `$XDG_DATA_HOME/openudid`, the opt-out
+        /// marker, and each app's local caches and consent records.
+        public let files: [String]
+        /// The Secret Service items removed (or that would be), by label.
+        public let keyringItems: [String]
+        /// What could not be looked at or removed; empty when everything is gone.
+        public let problems: [String]
+    }
+
+    /// Removes every file slot, local cache, consent record, mirror file and
+    /// item, and marker the library wrote for this user, in every namespace:
+    /// for a user who wants the identifier gone. Running apps should be stopped
+    /// first, or they write their copies again.
+    ///
+    /// - Parameters:
+    ///   - dryRun: List what would be removed, and remove nothing.
+    ///   - environment: Where to find the data and config directories and the session bus.
+    /// - Returns: What was (or would be) removed, and what could not be.
+    /// - Throws: `OpenUDIDError` when there is no home directory.
+    public static func forgetEverything(
+        dryRun: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(OpenUDIDError) -> Erasure {
+        let paths: StoragePaths
+        do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
+        let fs = FileSystem.system
+        var files: [String] = []
+        var directories: [String] = []
+        var problems: [String] = []
+        // The library's own trees: everything in them is its.
+        for root in [paths.dataHome + "/openudid", paths.configHome + "/openudid"] {
+            Self.walk(root, fs: fs, files: &files, directories: &directories, problems: &problems)
+        }
+        // Each app's own directory: only the library's names in it.
+        for entry in Self.entries(of: paths.dataHome, fs: fs, problems: &problems) where AppIdentity.isValid(entry) {
+            let directory = paths.dataHome + "/" + entry
+            var info = Glibc.stat()
+            guard fs.lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            for name in Self.entries(of: directory, fs: fs, problems: &problems) where Self.isLibraryFile(name) {
+                files.append(directory + "/" + name)
+            }
+        }
+        files.sort()
+
+        // No session bus, or no Secret Service on it: there is no keyring to clear.
+        var keyringItems: [String] = []
+        if case .success(let address) = SessionBus.address(in: environment),
+            SecretServiceMirror.isAvailable(busAddress: address)
+        {
+            do throws(StoreUnavailable) {
+                keyringItems = try SecretServiceMirror(busAddress: address).everyItem(delete: !dryRun)
+            } catch {
+                problems.append("the Secret Service: \(error.message)")
+            }
+        }
+        if !dryRun {
+            for file in files where fs.unlink(file) != 0 && errno != ENOENT {
+                problems.append("\(file): \(POSIX.message(errno))")
+            }
+            // Deepest first, so each is empty by its turn.
+            for directory in directories.sorted(by: { $0.count > $1.count })
+            where fs.unlinkat(AT_FDCWD, directory, AT_REMOVEDIR) != 0 && errno != ENOENT {
+                problems.append("\(directory): \(POSIX.message(errno))")
+            }
+        }
+        return Erasure(files: files, keyringItems: keyringItems, problems: problems)
+    }
+
+    /// Whether `name`, in an app's own directory, is one the library writes:
+    /// its local cache (`openudid.json`, `openudid-<namespace>.json`, and their
+    /// quarantined copies `….json.corrupt-<ms>`) or its consent record.
+    static func isLibraryFile(_ name: String) -> Bool {
+        guard name == "openudid.json" || name == "openudid-consent" || name.hasPrefix("openudid-") || name.hasPrefix("openudid.json.")
+        else { return false }
+        return name.hasSuffix(".json") || name.hasSuffix("-consent") || name.contains(".json.corrupt-")
+    }
+
+    /// Every file below `root`, links included as files and never followed.
+    private static func walk(
+        _ root: String, fs: FileSystem, files: inout [String], directories: inout [String], problems: inout [String]
+    ) {
+        var info = Glibc.stat()
+        guard fs.lstat(root, &info) == 0 else {
+            if errno != ENOENT { problems.append("\(root): \(POSIX.message(errno))") }
+            return
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            files.append(root)
+            return
+        }
+        directories.append(root)
+        for name in entries(of: root, fs: fs, problems: &problems) {
+            walk(root + "/" + name, fs: fs, files: &files, directories: &directories, problems: &problems)
+        }
+    }
+
+    /// The names in `directory`, without `.` and `..`; empty when it does not exist.
+    private static func entries(of directory: String, fs: FileSystem, problems: inout [String]) -> [String] {
+        let descriptor = fs.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno != ENOENT { problems.append("\(directory): \(POSIX.message(errno))") }
+            return []
+        }
+        guard let stream = fs.openDirectory(descriptor) else {
+            problems.append("\(directory): \(POSIX.message(errno))")
+            return []
+        }
+        defer { fs.close(stream) }
+        var names: [String] = []
+        while let name = fs.nextEntry(stream) {
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+}
