@@ -118,12 +118,13 @@ public final class ChildProcess: @unchecked Sendable {
             envp.forEach { free($0) }
         }
         // The registry is held across the spawn, so no child slips past `killAll()`.
-        var pid: pid_t = 0
-        let status = registry.withLock { registry -> Int32 in
-            guard !registry.stopping else { return ECANCELED }
+        // Everything the spawn writes is local to the closure and returned from it.
+        let (status, pid) = registry.withLock { registry -> (Int32, pid_t) in
+            guard !registry.stopping else { return (ECANCELED, 0) }
+            var (actions, attributes, pid) = (actions, attributes, pid_t(0))
             let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
             if status == 0 { registry.pids.insert(pid) }
-            return status
+            return (status, pid)
         }
         for descriptor in [outPipe[1], inPipe[0], errorPipe[1]] where descriptor >= 0 { close(descriptor) }
         guard status == 0 else {
