@@ -38,8 +38,12 @@ import Testing
         for slot in [7, 8] {
             let named = rejected.filter { $0.place.names(selection: session.slotName(slot)) }
             #expect(named.count == 1, "slot \(slot) not named in \(rejected)")
+            // On a loaded machine a slow hostile answer can come after the answers
+            // in hand have settled the vote; the slot is then named as not waited for,
+            // which is as much a refusal as the reason its own fault earns.
             if let reason = named.first?.reason {
-                #expect(hostility.reasons.contains { reason.contains($0) }, "slot \(slot): \(reason)")
+                let settled = reason.contains("not waited for: the answers in hand settled the vote")
+                #expect(settled || hostility.reasons.contains { reason.contains($0) }, "slot \(slot): \(reason)")
             }
         }
         let votes = report["votes"] as? [[String: Any]] ?? []
