@@ -296,10 +296,14 @@ import Testing
         let session = try TestSession(display: withDisplay ? SharedDisplay.display : nil)
         let outputs = Locked<[Int: String]>([:])
         onThreads(50) { index in
-            let result = try? session.run(["get", "--app", "org.swarm.app\(index)", "--mirror", "file"], timeout: 60)
-            outputs.withLock {
-                $0[index] = result.map { $0.status == 0 ? $0.standardOutput : "failed: \($0.standardError)" } ?? "did not finish"
+            let output: String
+            do {
+                let result = try session.run(["get", "--app", "org.swarm.app\(index)", "--mirror", "file"], timeout: 60)
+                output = result.status == 0 ? result.standardOutput : "failed: \(result.standardError)"
+            } catch {
+                output = "did not finish: \(error)"
             }
+            outputs.withLock { $0[index] = output }
         }
         let printed = outputs.withLock { $0 }
         #expect(printed.count == 50)
