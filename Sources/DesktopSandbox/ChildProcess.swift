@@ -99,6 +99,9 @@ public final class ChildProcess: @unchecked Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         posix_spawn_file_actions_adddup2(&actions, errorFile >= 0 ? errorFile : errorPipe[1], 2)
+        // Nothing else of this process: not an X connection, a lock or another child's pipe,
+        // which the child would otherwise hold open behind this process's back.
+        _ = closeFrom?(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -327,6 +330,14 @@ public final class ChildProcess: @unchecked Sendable {
         if errorFile >= 0 { close(errorFile) }
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its
+/// headers declare only for GNU sources, so looked up by name.
+private let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(
+        symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
 
 /// The children started and not yet reaped, so an interrupted program can take them down with it.
 private struct Registry {
