@@ -72,14 +72,15 @@ let package = Package(
         // The command-line tool.
         .executableTarget(name: "openudid", dependencies: ["OpenUDIDKit", "XSelection", "CommandLineKit"]),
 
-        // Reading child processes' output safely, for the lab and the tests.
-        .target(name: "ProcessSupport"),
+        // The private desktop the lab, the benchmark and the tests run apps in:
+        // child processes, Xvfb, a session bus and keyring, homes, tool lookup.
+        .target(name: "DesktopSandbox"),
 
         // The experiment: real processes, every mechanism side by side.
-        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDIDKit", "ProcessSupport", "CommandLineKit"]),
+        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDIDKit", "DesktopSandbox", "CommandLineKit"]),
 
         // The benchmark: figures side by side with their baselines.
-        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "ProcessSupport", "CommandLineKit"]),
+        .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "DesktopSandbox", "CommandLineKit"]),
 
         // A small window of text lines for the example apps; not part of the libraries.
         .target(name: "XTextWindow", dependencies: ["XSelection", "CX11"], path: "Examples/XTextWindow"),
@@ -99,7 +100,7 @@ let package = Package(
             path: "Tests/Helpers/xselection-helper"),
 
         // Test harness: private Xvfb, private session bus and keyring, child processes.
-        .target(name: "TestSupport", dependencies: ["ProcessSupport"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DesktopSandbox"], path: "Tests/TestSupport"),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(
             name: "XSelectionTests",

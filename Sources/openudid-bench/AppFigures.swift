@@ -113,7 +113,7 @@ extension Bench {
         let get = ["get", "--app", "com.bench.getter", "--namespace", Self.busyNamespace, "--mirror", "file"]
         // A first run creates the app's files; later runs are an app starting again.
         let first = try Child(tools.openudid, get, environment: environment, scratch: scratch.path)
-        let printed = first.allLines(timeout: .seconds(30))
+        let printed = first.allLines(timeout: 30)
         first.wait()
         guard first.succeeded, printed == [identifier.hex] else {
             throw BenchError("openudid get printed \(printed) instead of \(identifier.hex): \(first.standardError)")
@@ -182,7 +182,7 @@ extension Bench {
         for pass in 0..<(plan.processes.warmup + plan.processes.reps) {
             let start = ContinuousClock.now
             let child = try Child(tools.openudid, arguments, environment: environment, captureOutput: false, scratch: scratch.path)
-            let (status, _) = child.wait()
+            let status = child.wait().status
             let elapsed = seconds(ContinuousClock.now - start)
             guard status == 0 else { throw BenchError("openudid \(arguments.joined(separator: " ")) failed: \(child.standardError)") }
             if pass >= plan.processes.warmup { wall.append(elapsed) }
@@ -221,7 +221,7 @@ extension Bench {
             ["host", "--app", app, "--namespace", namespace]
                 + (participate ? ["--participate"] : []) + (settle ? [] : ["--no-settle"]),
             environment: environment, scratch: scratch.path)
-        let line = child.nextLine(timeout: .seconds(30)) ?? ""
+        let line = child.nextLine(timeout: 30) ?? ""
         child.wait()
         let words = line.split(separator: " ").map(String.init)
         func number(after key: String) -> Double? {
@@ -242,7 +242,7 @@ extension Bench {
             tools.openudid, ["serve", "--app", "com.bench.server", "--namespace", "serve", "--mirror", "file"],
             environment: environment, scratch: scratch.path)
         defer { participant.stop() }
-        guard let identifier = participant.nextLine(timeout: .seconds(30)), identifier.count == 40 else {
+        guard let identifier = participant.nextLine(timeout: 30), identifier.count == 40 else {
             throw BenchError("openudid serve printed no identifier: \(participant.standardError)")
         }
         let record = Self.recordTemplate(id: try Identifier(parsing: identifier)).replacingOccurrences(of: "{i}", with: "0")
@@ -273,7 +273,7 @@ extension Bench {
                 "--interval-ms", "\(plan.flood.milliseconds)", "--intervals", "\(plan.flood.intervals)"
             ],
             environment: environment, scratch: scratch.path)
-        let lines = child.allLines(timeout: .seconds(120))
+        let lines = child.allLines(timeout: 120)
         child.wait()
         var rates: [Double] = []
         for line in lines.dropFirst() {
@@ -330,7 +330,7 @@ extension Bench {
         var children: [Child] = []
         defer {
             children.forEach { $0.signal(SIGTERM) }
-            for child in children where !child.wait(timeout: .seconds(3)) {
+            for child in children where child.wait(timeout: 3) == nil {
                 child.signal(SIGKILL)
                 child.wait()
             }

@@ -88,7 +88,7 @@ final class Bench {
     /// Starts `xselection-helper own` and waits until it serves.
     func startOwner(_ arguments: [String]) throws -> Child {
         let child = try Child(tools.helper, ["own"] + arguments, environment: environment, scratch: scratch.path)
-        guard let line = child.nextLine(timeout: .seconds(30)), line.hasPrefix("ready") else {
+        guard let line = child.nextLine(timeout: 30), line.hasPrefix("ready") else {
             throw BenchError("xselection-helper own \(arguments.joined(separator: " ")) did not start serving: \(child.standardError)")
         }
         return child
@@ -98,7 +98,7 @@ final class Bench {
     func startOwners(_ argumentLists: [[String]]) throws -> [Child] {
         let children = try argumentLists.map { try Child(tools.helper, ["own"] + $0, environment: environment, scratch: scratch.path) }
         for child in children {
-            guard let line = child.nextLine(timeout: .seconds(60)), line.hasPrefix("ready") else {
+            guard let line = child.nextLine(timeout: 60), line.hasPrefix("ready") else {
                 throw BenchError("an xselection-helper owner did not start serving: \(child.standardError)")
             }
         }
@@ -115,7 +115,7 @@ final class Bench {
                 "--warmup", "\(warmup)", "--reps", "\(reps)"
             ],
             environment: environment, scratch: scratch.path)
-        let lines = child.allLines(timeout: .seconds(120))
+        let lines = child.allLines(timeout: 120)
         child.wait()
         let samples = lines.compactMap { Double($0).map { $0 * 1e-9 } }
         guard child.succeeded, samples.count == reps else {

@@ -130,7 +130,7 @@ extension Bench {
     /// Runs one C host and returns the RSS it reported, in bytes.
     private func cHost(_ program: String, _ arguments: [String]) throws -> Double {
         let child = try Child(program, arguments, environment: environment, scratch: scratch.path)
-        let line = child.nextLine(timeout: .seconds(30)) ?? ""
+        let line = child.nextLine(timeout: 30) ?? ""
         child.wait()
         let words = line.split(separator: " ")
         guard child.succeeded, words.count == 2, words[0] == "rss", let kilobytes = Double(words[1]) else {

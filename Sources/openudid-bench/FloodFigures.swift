@@ -18,7 +18,7 @@ extension Bench {
                     "--interval-ms", "\(plan.unreadFloodMilliseconds)", "--intervals", "1"
                 ],
                 environment: environment, scratch: scratch.path)
-            _ = child.allLines(timeout: .seconds(120))
+            _ = child.allLines(timeout: 120)
             child.wait()
             return []
         }
@@ -36,7 +36,7 @@ extension Bench {
                 ],
                 environment: environment, scratch: scratch.path)
             defer { flood.stop() }
-            guard flood.nextLine(timeout: .seconds(10))?.hasPrefix("ready") == true else {
+            guard flood.nextLine(timeout: 10)?.hasPrefix("ready") == true else {
                 throw BenchError("the unread flood did not start: \(flood.standardError)")
             }
             // Another client reads the slot over and over while the flood runs.
@@ -68,7 +68,7 @@ extension Bench {
             tools.openudid, ["serve", "--app", "com.bench.flooded", "--namespace", namespace, "--mirror", "none"],
             environment: environment, scratch: scratch.path)
         defer { participant.stop() }
-        guard let identifier = participant.nextLine(timeout: .seconds(30)), identifier.count == 40 else {
+        guard let identifier = participant.nextLine(timeout: 30), identifier.count == 40 else {
             throw BenchError("openudid serve printed no identifier: \(participant.standardError)")
         }
         let answers = try flood("_OPENUDID_\(namespace)_SLOT_0")

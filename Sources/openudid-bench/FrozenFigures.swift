@@ -24,14 +24,14 @@ extension Bench {
                 $0.stop()
             }
         }
-        let identifiers = servers.map { $0.nextLine(timeout: .seconds(30)) }
+        let identifiers = servers.map { $0.nextLine(timeout: 30) }
         guard let shared = identifiers.last ?? nil else { throw BenchError("a serving app printed no identifier") }
         // Later starters adopt the first one's identifier; wait until all serve it.
         let converged = ContinuousClock.now + .seconds(10)
         var current = identifiers
         while Set(current).count > 1, ContinuousClock.now < converged {
             for (index, server) in servers.enumerated() {
-                server.drain()
+                _ = server.drain()
                 if let line = server.takeLines().last { current[index] = line }
             }
             usleep(20_000)
@@ -54,7 +54,7 @@ extension Bench {
             tools.helper, ["stall-many", "--prefix", "_OPENUDID_\(namespace)_SLOT_", "--start", "10", "--count", "90"],
             environment: environment, scratch: scratch.path)
         defer { silent.stop() }
-        guard let ready = silent.nextLine(timeout: .seconds(30)), ready.hasPrefix("ready") else {
+        guard let ready = silent.nextLine(timeout: 30), ready.hasPrefix("ready") else {
             throw BenchError("xselection-helper stall-many did not start: \(silent.standardError)")
         }
         results.add(
@@ -96,9 +96,9 @@ extension Bench {
         for pass in 0..<(plan.processes.warmup + plan.processes.reps) {
             let start = ContinuousClock.now
             let child = try Child(tools.openudid, arguments, environment: environment, scratch: scratch.path)
-            let (status, _) = child.wait()
+            let status = child.wait().status
             let elapsed = seconds(ContinuousClock.now - start)
-            child.drain()
+            _ = child.drain()
             let printed = child.takeLines().first
             guard status == 0, expected == nil || printed == expected else {
                 throw BenchError(

@@ -102,7 +102,7 @@ extension Bench {
             (0..<plan.ownerProcesses).map { index in
                 ["--prefix", manyPrefix, "--count", "1", "--start", "\(index)", "--target", "UTF8_STRING", "--text", template]
             })
-        defer { many.forEach { $0.stop(grace: .milliseconds(500)) } }
+        defer { many.forEach { $0.stop(grace: 0.5) } }
         let manySlots = names(manyPrefix, plan.ownerProcesses)
         try pipelinedAndSequential(
             reader, manySlots, suffix: ".100procs", pipelined: "100 occupied slots, one owner process each, pipelined",
@@ -141,7 +141,7 @@ extension Bench {
         let child = try Child(
             python, [script, prefix, "\(count)", "UTF8_STRING", "\(plan.tk.warmup)", "\(plan.tk.reps)"],
             environment: environment, scratch: scratch.path)
-        let lines = child.allLines(timeout: .seconds(120))
+        let lines = child.allLines(timeout: 120)
         child.wait()
         if lines.first == "no-tkinter" {
             return .skipped(id, name, because: "python3 has no tkinter (install python3-tk)")

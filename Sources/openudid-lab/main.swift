@@ -123,7 +123,7 @@ do {
 } catch {
     // Interrupted: the signal handler has killed the children, which is why the run
     // failed; it removes the tree and exits, and this thread must not race it.
-    if liveChildren.withLock({ $0.stopping }) { while true { pause() } }
+    if ChildProcess.isStopping { while true { pause() } }
     cleanUpAfterInterruption()
     say(error.description)
     exit(1)

@@ -5,7 +5,7 @@ import Testing
 /// A C program and a C++ program, compiled against the installed library
 /// with `pkg-config --cflags --libs openudid`, take part in one session with
 /// Swift's `openudid serve` on a private Xvfb, and report the same identifier.
-@Suite struct CProgramTests {
+@Suite(.requiresXvfb) struct CProgramTests {
     static let zeros = String(repeating: "0", count: 40)
 
     /// The compiled client for `language` ("c" or "c++").

@@ -5,7 +5,7 @@ import Testing
 /// Example Mail, the GTK 4 app in C, built with its Makefile against the
 /// installed library, runs under Xvfb (GDK_BACKEND=x11, GSK_RENDERER=cairo)
 /// beside the Swift example apps and agrees with them.
-@Suite struct GtkMailTests {
+@Suite(.requiresXvfb) struct GtkMailTests {
     static let zeros = String(repeating: "0", count: 40)
     static let title = "Example Mail - net.example.mail"
 

@@ -5,7 +5,7 @@ import Testing
 /// The Python binding, installed with pip from bindings/python into a
 /// temporary directory, loading the installed libopenudid, beside Swift apps
 /// on one private X server.
-@Suite struct PythonBindingTests {
+@Suite(.requiresXvfb) struct PythonBindingTests {
     static let zeros = String(repeating: "0", count: 40)
 
     /// `pip install --target` of bindings/python, once per test process.

@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func setsVersionFourAndTheRFC4122Variant() {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom.announced("setsVersionFourAndTheRFC4122Variant")
         for index in 0..<200 {
             let shared = (0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let derived = AppScopedIdentifier(shared: shared, appID: "com.acme.app\(index)")

@@ -10,7 +10,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
 }
 
 /// The `openudid` tool's contract with scripts: help, exit codes, one-sentence errors.
-@Suite struct CommandLineTests {
+@Suite(.requiresXvfb) struct CommandLineTests {
     @Test(arguments: ["get", "serve", "slots", "remove-app", "opt-out"])
     func everyCommandHasHelp(command: String) throws {
         let session = try TestSession(display: nil)
@@ -109,7 +109,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
     }
 }
 
-@Suite struct CommandLineOutputTests {
+@Suite(.requiresXvfb) struct CommandLineOutputTests {
     @Test func serveWithScopeAppPrintsTheAppScopedIdentifier() throws {
         let session = try TestSession(display: SharedDisplay.display)
         let appScoped = try session.get("com.acme.notes", ["--mirror", "none", "--scope", "app"])

@@ -5,7 +5,7 @@ import Testing
 /// The three example apps as separate processes, each with a real window, on
 /// a private Xvfb per test (window titles are the same in every test, so
 /// tests must not share a screen).
-@Suite struct ExampleAppTests {
+@Suite(.requiresXvfb) struct ExampleAppTests {
     static let zeros = String(repeating: "0", count: 40)
     static let apps = [
         (product: "acme-notes", title: "Acme Notes - com.acme.notes", className: "AcmeNotes"),

@@ -5,7 +5,7 @@ import Testing
 /// Runs the shell experiments in Examples/experiments against the built
 /// `openudid`, and proves that they can fail: against a stand-in that answers
 /// everything with one constant, every one of them must report a surprise.
-@Suite struct ExperimentScriptTests {
+@Suite(.requiresXvfb) struct ExperimentScriptTests {
     static let directory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Examples/experiments")

@@ -7,9 +7,9 @@ import Testing
 /// Faults of the things the library depends on: the X server, the file
 /// system, the Secret Service, and many processes at once. Through all of
 /// them the host process lives and the identifier the user has is kept.
-@Suite struct XServerFaultTests {
+@Suite(.requiresXvfb) struct XServerFaultTests {
     @Test func participantsOutliveAKilledServerWorkFromFilesAndTakePartAgainWhenItReturns() throws {
-        let server = try RestartableXServer()
+        let server = try PrivateXServer(numbering: .randomHigh)
         let session = try TestSession(display: server.display)
         let none = ["--mirror", "none"]
         let apps = ["com.acme.notes", "org.indie.chess", "net.other.viewer"]
@@ -19,8 +19,9 @@ import Testing
         let shared = try #require(participants[0].current)
         #expect(occupiedSelectionSlots(session, none).count == 3)
 
+        // `kill()` returns once the server is gone; a participant that the loss took
+        // down is caught here or, at the latest, after the restart below.
         server.kill()
-        usleep(1_500_000)
         for participant in participants {
             #expect(participant.child.isRunning, "\(participant.app) ended with the server: \(participant.child.standardError)")
             #expect(participant.current == shared)
@@ -31,7 +32,7 @@ import Testing
         #expect(report["id"] as? String == shared)
         #expect(report.source("selections")?.state == "unavailable")
 
-        try server.restart()
+        try server.restart(elsewhereIfTaken: false)
         let back = eventually(timeout: 10) {
             let slots = occupiedSelectionSlots(session, none)
             return slots.count == 3 && Set(slots.map(\.id)) == [shared] && Set(slots.map(\.app)) == Set(apps)
@@ -289,16 +290,20 @@ import Testing
     }
 }
 
-@Suite struct ConcurrencyFaultTests {
+@Suite(.requiresXvfb) struct ConcurrencyFaultTests {
     @Test(arguments: [false, true])
     func fiftyProcessesAtOnceAgreeAndLeaveEveryFileWhole(withDisplay: Bool) throws {
         let session = try TestSession(display: withDisplay ? SharedDisplay.display : nil)
         let outputs = Locked<[Int: String]>([:])
         onThreads(50) { index in
-            let result = try? session.run(["get", "--app", "org.swarm.app\(index)", "--mirror", "file"], timeout: 60)
-            outputs.withLock {
-                $0[index] = result.map { $0.status == 0 ? $0.standardOutput : "failed: \($0.standardError)" } ?? "did not finish"
+            let output: String
+            do {
+                let result = try session.run(["get", "--app", "org.swarm.app\(index)", "--mirror", "file"], timeout: 60)
+                output = result.status == 0 ? result.standardOutput : "failed: \(result.standardError)"
+            } catch {
+                output = "did not finish: \(error)"
             }
+            outputs.withLock { $0[index] = output }
         }
         let printed = outputs.withLock { $0 }
         #expect(printed.count == 50)
@@ -391,12 +396,14 @@ extension ConcurrencyFaultTests {
             report = try session.report("com.acme.photos", secretService)
         case .killedMidCall:
             bus.suspendKeyring()
+            let connections = try bus.connectionCount()
             let started = Date()
             let running = try ChildProcess(
                 Tools.product("openudid"),
                 ["get", "--app", "com.acme.photos", "--json"] + secretService + session.commonArguments,
                 environment: session.environment)
-            usleep(500_000)
+            // The call is under way once the process has joined the bus.
+            #expect(eventually { (try? bus.connectionCount()).map { $0 > connections } == true }, "openudid get never joined the bus")
             try bus.killKeyring()
             var lines: [String] = []
             while let line = running.nextLine(timeout: 10) { lines.append(line) }

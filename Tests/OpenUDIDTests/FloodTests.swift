@@ -12,6 +12,7 @@ import Testing
 /// other test needs, so this suite runs alone, after the others: `scripts/test`
 /// runs it with `OPENUDID_LOAD_TESTS=1`.
 @Suite(
+    .requiresXvfb,
     .enabled(
         if: ProcessInfo.processInfo.environment["OPENUDID_LOAD_TESTS"] == "1",
         "a load test: scripts/test runs it alone, after the rest of the suite"))

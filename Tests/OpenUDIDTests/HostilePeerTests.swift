@@ -7,7 +7,7 @@ import Testing
 /// Hostile and broken selection owners, each a separate X client started by
 /// the test, against real `openudid` processes. Every X client of the session
 /// can own any slot, so nothing a slot serves is trusted.
-@Suite struct HostilePeerTests {
+@Suite(.requiresXvfb) struct HostilePeerTests {
     /// A generous bound on one `openudid get` run on a loaded two-core machine;
     /// the pass over the selections itself has a 250 ms deadline.
     static let runBound: TimeInterval = 5

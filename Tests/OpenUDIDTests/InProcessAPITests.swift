@@ -6,7 +6,7 @@ import XSelection
 @testable import OpenUDIDKit
 
 /// The library API used from inside a host process, as an app would.
-@Suite struct InProcessAPITests {
+@Suite(.requiresXvfb) struct InProcessAPITests {
     private func configuration(_ session: TestSession, mirror: MirrorChoice = .none) -> OpenUDID.Configuration {
         OpenUDID.Configuration(display: session.display, namespace: session.namespace, mirror: mirror, environment: session.environment)
     }
@@ -35,7 +35,8 @@ import XSelection
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         let participation = notes.participate()
         defer { participation.stop() }
-        let first = await next(participation.changes)
+        let changes = SequenceReader(participation.changes)
+        let first = await changes.next().element
         let slot = try #require(participation.slot)
         #expect(slot == 0)
         let value = await notes.value()
@@ -48,12 +49,12 @@ import XSelection
         // Opting out is seen live: the change stream reports the zero identifier.
         try notes.optOut()
         participation.refresh()
-        let optedOut = await next(participation.changes)
+        let optedOut = await changes.next().element
         #expect(optedOut?.identifier == .optedOut)
         #expect(participation.report.optOut == .app)
         try notes.optIn()
         participation.refresh()
-        let back = await next(participation.changes)
+        let back = await changes.next().element
         #expect(back?.identifier.hex == chess["id"] as? String)
     }
 
@@ -62,7 +63,8 @@ import XSelection
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         let participation = notes.participate()
         defer { participation.stop() }
-        _ = await next(participation.changes)
+        let changes = SequenceReader(participation.changes)
+        #expect(await changes.next().element != nil)
         #expect(participation.slot == 0)
 
         // A stranger takes slot 0 by force.
@@ -74,8 +76,8 @@ import XSelection
         let survey = try Survey.take(configuration: configuration(session))
         let moved = survey.entries.first { $0.kind == "selection" && $0.slot == 1 }
         #expect((try? moved?.record.get())?.app == "com.acme.notes")
-        let squatted = survey.entries.first { $0.kind == "selection" && $0.slot == 0 }
-        #expect((try? squatted?.record.get()) == nil, "the stranger's bytes are no record")
+        let squatted = try #require(survey.entries.first { $0.kind == "selection" && $0.slot == 0 }, "slot 0 is not listed")
+        #expect(throws: (any Error).self, "the stranger's bytes are no record") { try squatted.record.get() }
     }
 
     @Test func invalidAppIdsAndNamespacesAreClearErrors() throws {

@@ -6,13 +6,18 @@ import Testing
 
 /// One private Xvfb shared by these suites; every test has its own HOME and namespace.
 enum SharedDisplay {
-    static let server: PrivateXServer = {
-        do { return try PrivateXServer() } catch { fatalError("cannot start Xvfb: \(error)") }
-    }()
-    static var display: String { server.display }
+    /// The server, or why it could not start (the suites using it need `.requiresXvfb`).
+    static let server = Result { try PrivateXServer() }
+    /// Its display, or a name no server has, which makes every test on it fail saying why.
+    static var display: String {
+        switch server {
+        case .success(let server): server.display
+        case .failure(let error): ":no-private-xvfb (\(error))"
+        }
+    }
 }
 
-@Suite struct LifecycleTests {
+@Suite(.requiresXvfb) struct LifecycleTests {
     @Test func appsShareTheIdentifierThroughLiveSlotsAndFileSlotsAndLoseItWhenAllAreRemoved() throws {
         let session = try TestSession(display: SharedDisplay.display)
         let none = ["--mirror", "none"]
@@ -87,7 +92,7 @@ enum SharedDisplay {
     }
 }
 
-@Suite struct ConvergenceTests {
+@Suite(.requiresXvfb) struct ConvergenceTests {
     @Test func tenAppsStartedAtOnceFromNothingAgreeOnOneIdentifier() throws {
         let session = try TestSession(display: SharedDisplay.display)
         let apps = (0..<10).map { "org.app\($0).demo" }
@@ -151,7 +156,7 @@ enum SharedDisplay {
     }
 }
 
-@Suite struct PolicyAndOptOutTests {
+@Suite(.requiresXvfb) struct PolicyAndOptOutTests {
     @Test func keepLocalKeepsTheAppsValueAndReportsTheDisagreement() throws {
         let session = try TestSession(display: nil)
         let loner = try TestSession(display: nil, namespace: session.namespace)

@@ -192,11 +192,13 @@ import Testing
         let patient = SecretServiceMirror(busAddress: bus.address, deadline: .seconds(20))
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
+        let connections = try bus.connectionCount()
         Thread.detachNewThread {
             outcome.set(patient.read(vendor: "com.acme"))
             done.signal()
         }
-        usleep(300_000)
+        // The call is under way once the mirror has joined the bus (or, should it not join, has ended).
+        #expect(eventually { outcome.value != nil || (try? bus.connectionCount()).map { $0 > connections } == true })
         let killed = ContinuousClock.now
         try bus.killKeyring()
         #expect(done.wait(timeout: .now() + 10) == .success, "the call must end when the daemon dies")

@@ -264,7 +264,7 @@ func json(replacing field: String, with value: String?) -> String {
     }
 
     @Test func survivesRandomAndMutatedInput() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom.announced("survivesRandomAndMutatedInput")
         let valid = Array(sampleRecord().encoded())
         var accepted = 0
         for round in 0..<6000 {
@@ -300,7 +300,7 @@ func json(replacing field: String, with value: String?) -> String {
     }
 
     @Test func theShortcutForEncodedRecordsAgreesWithTheGeneralParser() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom.announced("theShortcutForEncodedRecordsAgreesWithTheGeneralParser")
         func outcome(_ result: () throws(RecordError) -> SlotRecord) -> Result<SlotRecord, RecordError> {
             do { return .success(try result()) } catch { return .failure(error) }
         }
@@ -400,7 +400,7 @@ func rejection(bytes: [UInt8]) -> RecordError.Reason? {
 
     @Test func agreesWithFoundationOverTheUsefulRange() {
         // Whole seconds only: Foundation's fractional output suffers binary rounding.
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom.announced("agreesWithFoundationOverTheUsefulRange")
         for _ in 0..<500 {
             let seconds = Int64.random(in: 0...4_102_444_800, using: &generator)
             let expected = Date(timeIntervalSince1970: Double(seconds)).formatted(Date.ISO8601FormatStyle())

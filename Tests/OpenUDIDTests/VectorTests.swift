@@ -110,7 +110,7 @@ import Testing
         func outcome(_ result: () throws(RecordError) -> SlotRecord) -> Result<SlotRecord, RecordError> {
             do { return .success(try result()) } catch { return .failure(error) }
         }
-        var generator = SplitMix64(seed: 0x0DDC_0FFE_E15_600D)
+        var generator = SeededRandom(seed: 0x0DDC_0FFE_E15_600D)
         var inputs: [Data] = []
         let seeds =
             (Self.records.accept + Self.records.reject).map(\.bytes)
@@ -194,21 +194,4 @@ extension VectorTests.ScopedVector: CustomStringConvertible {
     }
 
     var description: String { name }
-}
-
-/// A small seeded generator, so the mutated inputs are the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// The scenarios the vendor mirror exists for, with real `openudid` processes,
 /// a private session bus and a real gnome-keyring.
-@Suite struct VendorMirrorScenarioTests {
+@Suite(.requiresXvfb) struct VendorMirrorScenarioTests {
     let bus: PrivateSessionBus
     let session: TestSession
 

@@ -8,7 +8,7 @@ import Testing
 /// separate process against real `openudid serve` participants: the honest
 /// identifier must hold, in memory and in every file and keyring item, and
 /// nothing may be lost (docs/SECURITY.md, "The vote").
-@Suite struct VoteAttackTests {
+@Suite(.requiresXvfb) struct VoteAttackTests {
     static let files = ["--mirror", "none"]
     static let selectionOnly = ["--no-files", "--mirror", "none"]
     /// How long the participants are watched for a change that must not come.
@@ -170,7 +170,7 @@ import Testing
     }
 
     @Test func selectionOnlyAppsKeepTheirIdentifierThroughTheXServersDeath() throws {
-        let server = try RestartableXServer()
+        let server = try PrivateXServer(numbering: .randomHigh)
         defer { server.kill() }
         let session = try TestSession(display: server.display)
         let apps = ["com.acme.notes", "org.indie.chess"]
@@ -179,7 +179,7 @@ import Testing
 
         server.kill()
         Self.expectNoneMoves(participants, from: honest)
-        try server.restart()
+        try server.restart(elsewhereIfTaken: false)
         // They take part again with the value they held: a newcomer finds both.
         #expect(eventually(timeout: 15) { (try? Self.liveVotes(session, for: honest)) == 2 })
         #expect(participants.allSatisfy { $0.current == honest })

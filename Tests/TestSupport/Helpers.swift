@@ -1,4 +1,6 @@
+import DesktopSandbox
 import Foundation
+import Synchronization
 
 /// Starts `xselection-helper` on `display` with `arguments` and waits for its "ready" line.
 public func startSelectionHelper(display: String, _ arguments: [String], timeout: TimeInterval = 10) throws -> ChildProcess {
@@ -32,30 +34,69 @@ public func requestWithHelper(display: String, _ arguments: [String]) throws -> 
     return result.standardOutput.split(separator: "\n").map(String.init)
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-public func eventually(timeout: TimeInterval = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    repeat {
-        if try condition() { return true }
-        usleep(10_000)
-    } while Date() < deadline
-    return false
+/// Checks `condition` until it holds or `timeout` seconds pass; returns whether it held.
+///
+/// The wait for something another process or thread does: the bound is generous
+/// and the wait ends as soon as the condition holds, so a loaded machine makes a
+/// test slower, never different.
+public func eventually(timeout: TimeInterval = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+    try waitUntil(timeout: timeout, condition)
 }
 
-/// The next element of an async sequence, or nil after `timeout`.
-public func next<S: AsyncSequence & Sendable>(_ sequence: S, timeout: Duration = .seconds(5)) async -> S.Element?
-where S.Element: Sendable {
-    await withTaskGroup(of: S.Element?.self) { group in
-        group.addTask {
-            var iterator = sequence.makeAsyncIterator()
-            return try? await iterator.next()
-        }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+/// What waiting for the next element of an asynchronous sequence came to.
+public enum Next<Element: Sendable>: Sendable {
+    /// The sequence produced this element.
+    case element(Element)
+    /// The sequence ended.
+    case finished
+    /// Nothing came within the time allowed; the sequence goes on.
+    case timedOut
+
+    /// The element, if one came.
+    public var element: Element? {
+        if case .element(let element) = self { return element }
+        return nil
     }
+}
+
+extension Next: Equatable where Element: Equatable {}
+
+/// Reads an asynchronous sequence (a stream of events) for a test, one element at a time, with a time limit.
+///
+/// One task iterates the sequence from the start, so a time-out neither cancels
+/// the iteration (which would end an `AsyncStream`) nor loses the element that
+/// comes after it. Keep one reader per sequence for the whole test.
+public final class SequenceReader<Element: Sendable>: Sendable {
+    private final class State: Sendable {
+        let taken = Mutex<(elements: [Element], finished: Bool)>(([], false))
+    }
+    private let state = State()
+    private let task: Task<Void, Never>
+
+    /// Starts reading `sequence`.
+    public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element {
+        let state = self.state
+        task = Task {
+            do {
+                for try await element in sequence { state.taken.withLock { $0.elements.append(element) } }
+            } catch {}
+            state.taken.withLock { $0.finished = true }
+        }
+    }
+
+    /// The next element, or `.finished` once the sequence has ended, or `.timedOut` after `timeout`.
+    public func next(timeout: Duration = .seconds(10)) async -> Next<Element> {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let taken: Next<Element>? = state.taken.withLock { state in
+                if !state.elements.isEmpty { return .element(state.elements.removeFirst()) }
+                return state.finished ? .finished : nil
+            }
+            if let taken { return taken }
+            guard ContinuousClock.now < deadline else { return .timedOut }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    deinit { task.cancel() }
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// Interoperability with Tk, an independent implementation of both sides of
 /// the selection protocol that, unlike xclip or xsel, handles private names.
-@Suite struct InteropTests {
+@Suite(.requiresXvfb) struct InteropTests {
     let display = SharedServer.display
 
     /// Prints what Tk gets for each `TYPE` in `sys.argv[2:]` of selection

@@ -3,7 +3,7 @@ import Testing
 @testable import XSelection
 
 /// The decoding of property reads, without a server.
-@Suite struct PropertyTransferTests {
+@Suite(.requiresXvfb) struct PropertyTransferTests {
     let text: UInt = 300, incr: UInt = 400
 
     func reply(_ bytes: [UInt8], type: UInt? = nil, format: Int = 8, after: Int = 0) -> PropertyReply {

@@ -7,7 +7,7 @@ import XTextWindow
 /// The demo window, checked with the standard X tools (xwininfo, xprop, xwd,
 /// ImageMagick, xdotool; scripts/bootstrap installs them) against a private
 /// Xvfb of its own per test, so pointer and focus belong to that test alone.
-@Suite struct TextWindowTests {
+@Suite(.requiresXvfb) struct TextWindowTests {
     private func tool(_ name: String, _ arguments: [String], display: String) throws -> CommandResult {
         // LANG=C: xprop then spells every byte outside ASCII as an octal escape, the same on every machine.
         try runCommand(
@@ -34,6 +34,7 @@ import XTextWindow
         let window = try TextWindow(
             display: server.display, title: "Grüße – demo", className: "TextWindowTest",
             width: 300, height: 120, lines: [TextWindow.Line("hello")])
+        let events = SequenceReader(window.events)
         let id = window.window.description
         #expect(
             eventually {
@@ -61,7 +62,7 @@ import XTextWindow
             })
 
         window.close()
-        #expect(await next(window.events, timeout: .seconds(5)) == nil)
+        #expect(await events.next(timeout: .seconds(20)) == .finished)
         #expect(eventually { (try? tool("xwininfo", ["-id", id], display: server.display))?.status != 0 })
         #expect(!window.isOpen)
     }
@@ -94,39 +95,42 @@ import XTextWindow
     @Test func reportsKeyPressesAndClicks() async throws {
         let server = try PrivateXServer()
         let window = try TextWindow(display: server.display, title: "keys", width: 200, height: 100)
+        let events = SequenceReader(window.events)
         let id = window.window.description
         #expect(eventually { (try? tool("xwininfo", ["-id", id], display: server.display))?.standardOutput.contains("IsViewable") == true })
 
         _ = try tool("xdotool", ["key", "--window", id, "o"], display: server.display)
-        #expect(await next(window.events) == .key(TextWindow.Key(name: "o", text: "o")))
+        #expect(await events.next() == .element(.key(TextWindow.Key(name: "o", text: "o"))))
         _ = try tool("xdotool", ["key", "--window", id, "Escape"], display: server.display)
-        let escape = await next(window.events)
-        guard case .key(let key)? = escape else {
+        let escape = await events.next()
+        guard case .element(.key(let key)) = escape else {
             Issue.record("expected a key, got \(String(describing: escape))")
             return
         }
         #expect(key.name == "Escape")
 
         _ = try tool("xdotool", ["mousemove", "--window", id, "40", "25", "click", "3"], display: server.display)
-        #expect(await next(window.events) == .click(button: 3, x: 40, y: 25))
+        #expect(await events.next() == .element(.click(button: 3, x: 40, y: 25)))
         window.close()
     }
 
     @Test func reportsClosedWhenTheWindowIsDestroyedFromOutside() async throws {
         let server = try PrivateXServer()
         let window = try TextWindow(display: server.display, title: "doomed", width: 200, height: 100)
+        let events = SequenceReader(window.events)
         _ = try tool("xdotool", ["windowclose", window.window.description], display: server.display)
-        #expect(await next(window.events) == .closed)
-        #expect(await next(window.events, timeout: .seconds(5)) == nil)
+        #expect(await events.next() == .element(.closed))
+        #expect(await events.next(timeout: .seconds(20)) == .finished)
         #expect(eventually { !window.isOpen })
     }
 
     @Test func reportsALostServerAndLeavesTheProcessRunning() async throws {
         let server = try PrivateXServer()
         let window = try TextWindow(display: server.display, title: "orphan", lines: [TextWindow.Line("soon gone")])
+        let events = SequenceReader(window.events)
         server.kill()
-        let event = await next(window.events, timeout: .seconds(10))
-        guard case .connectionLost(let error)? = event else {
+        let event = await events.next(timeout: .seconds(20))
+        guard case .element(.connectionLost(let error)) = event else {
             Issue.record("expected connectionLost, got \(String(describing: event))")
             return
         }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import XSelection
 
-@Suite struct WatcherTests {
+@Suite(.requiresXvfb) struct WatcherTests {
     let display = SharedServer.display
 
     private func text(_ string: String) -> SelectionPayload {
@@ -14,6 +14,7 @@ import Testing
     @Test func reportsEachNewOwnerWithTheClaimantsWindowAndClient() async throws {
         let names: [SelectionName] = ["_T_WATCH_NEW_0", "_T_WATCH_NEW_1", "_T_WATCH_NEW_2"]
         let watcher = try SelectionWatcher(display: display, selections: names)
+        let events = SequenceReader(watcher.events)
         #expect(watcher.initialOwners == [names[0]: nil, names[1]: nil, names[2]: nil])
 
         // Another process claims the first two, in this order.
@@ -21,8 +22,8 @@ import Testing
             display: display, ["own", "--prefix", "_T_WATCH_NEW_", "--count", "2", "--text", "x"])
         var holders: [SelectionHolder] = []
         for name in names.prefix(2) {
-            let event = await next(watcher.events)
-            guard case .changed(let changed, .newOwner(let holder?), _)? = event else {
+            let event = await events.next()
+            guard case .element(.changed(let changed, .newOwner(let holder?), _)) = event else {
                 Issue.record("expected a new owner of \(name), got \(String(describing: event))")
                 return
             }
@@ -44,7 +45,7 @@ import Testing
         #expect(oursNow.client != holders[0].client)
 
         // The third selection was never claimed: nothing is reported for it.
-        #expect(await next(watcher.events, timeout: .milliseconds(300)) == nil)
+        #expect(await events.next(timeout: .seconds(1)) == .timedOut)
         _ = helper
     }
 
@@ -53,15 +54,16 @@ import Testing
         let (helper, window) = try startSelectionHelperReportingWindow(
             display: display, ["own", "--prefix", "_T_WATCH_KILLED_", "--count", "2", "--text", "doomed"])
         let watcher = try SelectionWatcher(display: display, selections: names)
+        let events = SequenceReader(watcher.events)
         for name in names {
             #expect(watcher.initialOwners[name]??.window == XWindow(window))
         }
 
         helper.signal(SIGKILL)
-        #expect(helper.wait() != nil)
+        #expect(helper.wait(timeout: 20) != nil)
         var changes: [SelectionName: SelectionWatcher.Change] = [:]
         for _ in names {
-            guard case .changed(let name, let change, _)? = await next(watcher.events) else { break }
+            guard case .element(.changed(let name, let change, _)) = await events.next() else { break }
             changes[name] = change
         }
         #expect(changes == [names[0]: .ownerClientClosed, names[1]: .ownerClientClosed])
@@ -87,17 +89,18 @@ import Testing
     @Test func aReleasedSelectionIsReportedAsHavingNoOwner() async throws {
         let name: SelectionName = "_T_WATCH_RELEASED"
         let watcher = try SelectionWatcher(display: display, selections: [name])
+        let events = SequenceReader(watcher.events)
         let owner = try SelectionOwner(display: display)
         try owner.claim(name, payloads: [text("brief")])
-        guard case .changed(name, .newOwner(let holder?), let claimed)? = await next(watcher.events) else {
+        guard case .element(.changed(name, .newOwner(let holder?), let claimed)) = await events.next() else {
             Issue.record("the claim was not reported")
             return
         }
         #expect(holder.window == owner.window)
 
         try owner.release(name)
-        let event = await next(watcher.events)
-        guard case .changed(name, .newOwner(nil), let released)? = event else {
+        let event = await events.next()
+        guard case .element(.changed(name, .newOwner(nil), let released)) = event else {
             Issue.record("expected no owner after the release, got \(String(describing: event))")
             return
         }

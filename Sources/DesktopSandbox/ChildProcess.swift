@@ -1,0 +1,504 @@
+import Foundation
+import Synchronization
+
+/// A process started with `posix_spawn`, its standard output read line by line
+/// and its standard error kept.
+///
+/// Not Foundation's `Process`: a child inherits the signal mask of the thread that
+/// starts it, and a Dispatch worker or a test runner's thread blocks SIGTERM, so a
+/// polite request would wait for ever. Here the child gets an empty signal mask
+/// and default handlers, as a child of a shell does. Every pipe is close-on-exec,
+/// so a child started by another thread at the same moment cannot inherit this
+/// child's pipes and hold its output open after it exits.
+public final class ChildProcess: @unchecked Sendable {
+    // `termination` and `input` are guarded by `lock`; the output by its own
+    // condition; everything else is immutable after init.
+    private let lock = NSLock()
+    private var termination: Termination?
+    private var input: Int32 = -1
+    private let output: LineBuffer?
+    /// Standard error: a pipe read by a thread of its own when output is read
+    /// continuously, else an unlinked file, which wakes nothing.
+    private let errorFile: Int32
+    private let errors: LineBuffer?
+
+    /// The process id.
+    public let pid: pid_t
+    /// The executable's file name, for messages.
+    public let name: String
+
+    /// How the child's standard output is read.
+    public enum Reading: Sendable {
+        /// By a thread of its own as it comes: lines carry the time they came,
+        /// and a chatty child never blocks on a full pipe.
+        case continuously
+        /// Only when asked (`nextLine`, `drain`), with no thread: nothing wakes between asks, as a measurement needs.
+        case onDemand
+        /// Not at all: standard output goes to /dev/null.
+        case discarded
+    }
+
+    /// What the child reads on standard input.
+    public enum Input: Sendable {
+        /// /dev/null.
+        case none
+        /// These bytes, then end of file.
+        case data(Data)
+        /// A pipe kept open until `closeInput()`: the child sees end of file when
+        /// this process closes it or goes away, however it goes.
+        case pipe
+    }
+
+    /// How a child ended, as `wait4` reports it.
+    public struct Termination: Sendable {
+        /// The raw wait status; -1 when the child was reaped elsewhere.
+        public var status: Int32
+        /// The resources the child used.
+        public var usage: rusage
+        /// The exit code, when the child exited.
+        public var exitCode: Int32? { status >= 0 && status & 0x7f == 0 ? (status >> 8) & 0xff : nil }
+        /// The signal that ended the child, when one did.
+        public var signal: Int32? { status >= 0 && status & 0x7f != 0 && status & 0x7f != 0x7f ? status & 0x7f : nil }
+    }
+
+    /// Starts `executable` (an absolute path) with `arguments` in `environment`; nothing else is inherited.
+    ///
+    /// - Throws: `SandboxError` when the program stops everything (`killAll()`) or the spawn fails.
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String], input: Input = .none,
+        reading: Reading = .continuously
+    ) throws(SandboxError) {
+        name = (executable as NSString).lastPathComponent
+        var errorPipe: [Int32] = [-1, -1]
+        if reading == .continuously {
+            try Self.makePipe(&errorPipe)
+            errorFile = -1
+        } else {
+            var template = Array((NSTemporaryDirectory() + "/sandbox-stderr-XXXXXX").utf8CString)
+            errorFile = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard errorFile >= 0 else { throw .system("cannot create a file for the standard error of \(name)") }
+            _ = fcntl(errorFile, F_SETFD, FD_CLOEXEC)
+            unlink(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        }
+        var outPipe: [Int32] = [-1, -1]
+        var inPipe: [Int32] = [-1, -1]
+        if reading != .discarded { try Self.makePipe(&outPipe) }
+        if case .none = input {} else { try Self.makePipe(&inPipe) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if inPipe[0] >= 0 {
+            posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        if outPipe[1] >= 0 {
+            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, errorFile >= 0 ? errorFile : errorPipe[1], 2)
+        // Nothing else of this process: not an X connection, a lock or another child's pipe,
+        // which the child would otherwise hold open behind this process's back.
+        _ = closeFrom?(&actions, 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        // The registry is held across the spawn, so no child slips past `killAll()`.
+        // Everything the spawn writes is local to the closure and returned from it.
+        let (status, pid) = registry.withLock { registry -> (Int32, pid_t) in
+            guard !registry.stopping else { return (ECANCELED, 0) }
+            var (actions, attributes, pid) = (actions, attributes, pid_t(0))
+            let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            if status == 0 { registry.pids.insert(pid) }
+            return (status, pid)
+        }
+        for descriptor in [outPipe[1], inPipe[0], errorPipe[1]] where descriptor >= 0 { close(descriptor) }
+        guard status == 0 else {
+            for descriptor in [outPipe[0], inPipe[1], errorFile, errorPipe[0]] where descriptor >= 0 { close(descriptor) }
+            throw status == ECANCELED
+                ? SandboxError("the program is stopping; \(executable) was not started")
+                : .system("cannot start \(executable)", status)
+        }
+        self.pid = pid
+        output = outPipe[0] >= 0 ? LineBuffer(outPipe[0], continuously: reading == .continuously) : nil
+        errors = errorPipe[0] >= 0 ? LineBuffer(errorPipe[0], continuously: true) : nil
+        self.input = inPipe[1]
+        if case .data(let bytes) = input {
+            writeInput(bytes)
+            closeInput()
+        }
+    }
+
+    /// Starts the executable at `url`, like `init(_:_:environment:input:reading:)`.
+    public convenience init(
+        _ url: URL, _ arguments: [String], environment: [String: String], input: Input = .none, reading: Reading = .continuously
+    ) throws(SandboxError) {
+        try self.init(url.path, arguments, environment: environment, input: input, reading: reading)
+    }
+
+    /// A pipe whose ends do not leak into other children.
+    private static func makePipe(_ descriptors: inout [Int32]) throws(SandboxError) {
+        guard pipe(&descriptors) == 0 else { throw .system("pipe") }
+        for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+    }
+
+    /// Writes `bytes` to the child's standard input, if it is still open.
+    public func writeInput(_ bytes: Data) {
+        lock.withLock {
+            guard input >= 0 else { return }
+            var rest = bytes[...]
+            while !rest.isEmpty {
+                let count = rest.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                rest = rest.dropFirst(count)
+            }
+        }
+    }
+
+    /// Closes the child's standard input, so it reads end of file.
+    public func closeInput() {
+        lock.withLock {
+            if input >= 0 { close(input) }
+            input = -1
+        }
+    }
+
+    // MARK: - Output
+
+    /// Takes the next unread line of standard output, waiting up to `timeout` seconds; nil at its end or on time-out.
+    public func nextLine(timeout: TimeInterval = 10) -> String? { output?.nextLine(timeout: timeout) }
+
+    /// Every line until the end of output (the child exits), or until a line takes longer than `timeout` seconds.
+    public func allLines(timeout: TimeInterval) -> [String] {
+        var collected: [String] = []
+        while let line = nextLine(timeout: timeout) { collected.append(line) }
+        return collected
+    }
+
+    /// Reads what the child has written so far without blocking; false at the end of output.
+    @discardableResult
+    public func drain() -> Bool { output?.withLock { $0.readAvailable() } ?? false }
+
+    /// Takes the lines read so far.
+    public func takeLines() -> [String] { output?.withLock { $0.takeLines(partial: false) } ?? [] }
+
+    /// Every line of standard output not yet taken, with an unfinished last line.
+    public func takeRemainingOutput() -> [String] { output?.withLock { $0.takeLines(partial: true) } ?? [] }
+
+    /// Everything on standard output not yet taken, as the child wrote it.
+    public func takeRemainingText() -> String { output?.withLock { $0.takeText() } ?? "" }
+
+    /// The latest line the child printed, read or not, and when it was read.
+    public var latest: (line: String?, at: Date) { output?.withLock { ($0.lastLine, $0.lastLineAt) } ?? (nil, .distantPast) }
+
+    /// Waits up to `timeout` seconds for the ends of standard output and standard error,
+    /// so that what the child printed just before it exited is not lost.
+    public func waitForEndOfOutput(timeout: TimeInterval) {
+        let deadline = Date().addingTimeInterval(timeout)
+        output?.waitForEnd(timeout: timeout)
+        errors?.waitForEnd(timeout: max(0, deadline.timeIntervalSinceNow))
+    }
+
+    /// Whether standard output has ended (or is not read at all).
+    public var atEnd: Bool { output?.withLock { $0.closed } ?? true }
+
+    /// The read end of standard output, for `poll` over several children read on demand; -1 when not read.
+    public var outputDescriptor: Int32 { output?.descriptor ?? -1 }
+
+    /// What the child wrote to standard error so far (its first 64 KiB).
+    public var standardError: String {
+        if let errors { return errors.withLock { String($0.text().prefix(65_536)) } }
+        var bytes = [UInt8](repeating: 0, count: 65_536)
+        let count = pread(errorFile, &bytes, bytes.count, 0)
+        return String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
+    }
+
+    // MARK: - Life and death
+
+    /// Whether the child still runs (a child that exited is reaped by this call).
+    public var isRunning: Bool { reap(blocking: false) == nil }
+
+    /// Sends `signal` to the child, unless it has been reaped.
+    public func signal(_ signal: Int32) {
+        lock.withLock {
+            if termination == nil { _ = kill(pid, signal) }
+        }
+    }
+
+    /// Waits for the child to exit and reaps it.
+    @discardableResult
+    public func wait() -> Termination { reap(blocking: true)! }
+
+    /// Waits up to `timeout` seconds for the child to exit; returns `exitStatus`, or nil if it still runs.
+    @discardableResult
+    public func wait(timeout: TimeInterval) -> Int32? {
+        waitUntil(timeout: timeout, interval: 0.002) { !isRunning } ? exitStatus : nil
+    }
+
+    /// The exit code, or the number of the signal that ended the child (as Foundation's
+    /// `terminationStatus`); waits for the child.
+    public var exitStatus: Int32 {
+        let ending = wait()
+        return ending.exitCode ?? ending.signal ?? -1
+    }
+
+    /// Whether the child exited with status 0; false while it runs.
+    public var succeeded: Bool { lock.withLock { termination?.exitCode == 0 } }
+
+    /// Sends SIGTERM and, if the child is still there after `grace` seconds, SIGKILL; then reaps it.
+    public func stop(grace: TimeInterval = 2) {
+        signal(SIGTERM)
+        if wait(timeout: grace) == nil { kill9() }
+    }
+
+    /// Kills the child with SIGKILL, as a crash or a power cut would, and reaps it.
+    public func kill9() {
+        signal(SIGKILL)
+        wait()
+    }
+
+    private func reap(blocking: Bool) -> Termination? {
+        var status: Int32 = 0
+        var usage = rusage()
+        if !blocking {
+            return lock.withLock {
+                if termination == nil, wait4(pid, &status, WNOHANG, &usage) == pid { record(status, usage) }
+                return termination
+            }
+        }
+        if let ended = lock.withLock({ termination }) { return ended }
+        var result: pid_t
+        repeat { result = wait4(pid, &status, 0, &usage) } while result < 0 && errno == EINTR
+        return lock.withLock {
+            // Another thread's non-blocking reap may have won; it recorded the status then.
+            if termination == nil { record(result == pid ? status : -1, usage) }
+            return termination
+        }
+    }
+
+    private func record(_ status: Int32, _ usage: rusage) {
+        termination = Termination(status: status, usage: usage)
+        _ = registry.withLock { $0.pids.remove(pid) }
+    }
+
+    /// Forbids new children and kills every live one with SIGKILL, for a program going down on a signal.
+    ///
+    /// - Returns: How many children were killed.
+    @discardableResult
+    public static func killAll() -> Int {
+        let pids = registry.withLock { registry in
+            registry.stopping = true
+            return registry.pids
+        }
+        for pid in pids { kill(pid, SIGKILL) }
+        return pids.count
+    }
+
+    /// Adds a process this one did not spawn itself (a guarded grandchild) to those `killAll()` kills, or takes it away.
+    static func track(_ pid: pid_t, _ tracked: Bool) {
+        registry.withLock { registry in
+            if tracked { _ = registry.pids.insert(pid) } else { _ = registry.pids.remove(pid) }
+        }
+    }
+
+    /// Whether `killAll()` has been called.
+    public static var isStopping: Bool { registry.withLock { $0.stopping } }
+
+    deinit {
+        kill9()
+        closeInput()
+        output?.stopRequested.store(true, ordering: .relaxed)
+        errors?.stopRequested.store(true, ordering: .relaxed)
+        if errorFile >= 0 { close(errorFile) }
+    }
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its
+/// headers declare only for GNU sources, so looked up by name.
+private let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(
+        symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
+
+/// The children started and not yet reaped, so an interrupted program can take them down with it.
+private struct Registry {
+    var pids: Set<pid_t> = []
+    /// Set once the program is going down: no child may start after that.
+    var stopping = false
+}
+
+private let registry = Mutex(Registry())
+
+/// A child's standard output, split into lines; read by a thread of its own or on demand.
+///
+/// The descriptor is closed when the buffer goes, which is after the reading
+/// thread's last read: closing it under a reader would let the number be reused.
+private final class LineBuffer: @unchecked Sendable {
+    // `lines`, `partial`, `closed`, `lastLine` and `lastLineAt` are guarded by `condition`.
+    private let condition = NSCondition()
+    private let continuously: Bool
+    let descriptor: Int32
+    let stopRequested = Atomic<Bool>(false)
+    private var lines: [String] = []
+    private var partial: [UInt8] = []
+    private(set) var closed = false
+    private(set) var lastLine: String?
+    private(set) var lastLineAt = Date.distantPast
+
+    init(_ descriptor: Int32, continuously: Bool) {
+        self.descriptor = descriptor
+        self.continuously = continuously
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        guard continuously else { return }
+        let thread = Thread { [self] in
+            while !stopRequested.load(ordering: .relaxed) && withLock({ $0.readAvailable() }) {
+                var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, 50)
+            }
+        }
+        thread.name = "DesktopSandbox.LineBuffer"
+        thread.start()
+    }
+
+    func withLock<T>(_ body: (LineBuffer) -> T) -> T {
+        condition.lock()
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
+        return body(self)
+    }
+
+    /// Reads what is there without blocking; false at the end of output. Holds the lock.
+    func readAvailable() -> Bool {
+        guard !closed else { return false }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(descriptor, &chunk, chunk.count)
+            if count > 0 {
+                partial += chunk[0..<count]
+                while let newline = partial.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: partial[..<newline], as: UTF8.self)
+                    partial.removeSubrange(...newline)
+                    lines.append(line)
+                    lastLine = line
+                    lastLineAt = Date()
+                }
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else if count < 0 && errno == EAGAIN {
+                return true
+            } else {
+                closed = true
+                return false
+            }
+        }
+    }
+
+    /// Takes the lines read so far (reading first when read on demand), and with `partial` an unfinished last one.
+    func takeLines(partial withPartial: Bool) -> [String] {
+        if !continuously { _ = readAvailable() }
+        defer {
+            lines.removeAll()
+            if withPartial { partial.removeAll() }
+        }
+        return withPartial && !partial.isEmpty ? lines + [String(decoding: partial, as: UTF8.self)] : lines
+    }
+
+    /// Every unread byte as text, lines with their newlines, left in place.
+    func text() -> String { lines.map { $0 + "\n" }.joined() + String(decoding: partial, as: UTF8.self) }
+
+    /// Takes every unread byte as text, lines with their newlines.
+    func takeText() -> String {
+        if !continuously { _ = readAvailable() }
+        defer {
+            lines.removeAll()
+            partial.removeAll()
+        }
+        return lines.map { $0 + "\n" }.joined() + String(decoding: partial, as: UTF8.self)
+    }
+
+    func nextLine(timeout: TimeInterval) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if !continuously { _ = readAvailable() }
+            if !lines.isEmpty { return lines.removeFirst() }
+            guard !closed, Date() < deadline else { return nil }
+            wait(until: deadline)
+        }
+    }
+
+    func waitForEnd(timeout: TimeInterval) {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if !continuously { _ = readAvailable() }
+            guard !closed, Date() < deadline else { return }
+            wait(until: deadline)
+        }
+    }
+
+    /// Waits, with the lock held on entry and exit, for the reading thread's news or for the descriptor.
+    private func wait(until deadline: Date) {
+        if continuously {
+            _ = condition.wait(until: deadline)
+        } else {
+            condition.unlock()
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&poller, 1, Int32(clamping: Int(deadline.timeIntervalSinceNow * 1000) + 1))
+            condition.lock()
+        }
+    }
+
+    deinit { close(descriptor) }
+}
+
+/// What a command that ran to completion printed.
+public struct CommandOutput: Sendable {
+    /// The exit code, or the number of the signal that ended it.
+    public var status: Int32
+    /// Its standard output.
+    public var standardOutput: String
+    /// Its standard error.
+    public var standardError: String
+}
+
+/// Runs `executable` to completion, or kills it after `timeout` seconds.
+///
+/// The end of the command is its exit, not the end of its output, which a
+/// process it left behind could hold open.
+/// - Throws: `SandboxError` when it cannot start or does not finish in time.
+public func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String], input: Data? = nil, timeout: TimeInterval = 30
+) throws(SandboxError) -> CommandOutput {
+    let child = try ChildProcess(executable, arguments, environment: environment, input: input.map { .data($0) } ?? .none)
+    guard let status = child.wait(timeout: timeout) else {
+        child.kill9()
+        throw SandboxError("\(child.name) \(arguments.joined(separator: " ")) did not finish within \(Int(timeout)) s")
+    }
+    child.waitForEndOfOutput(timeout: 2)
+    return CommandOutput(
+        status: status, standardOutput: child.takeRemainingText(), standardError: child.standardError)
+}
