@@ -93,16 +93,32 @@ final class ParticipationCore: @unchecked Sendable {
             choices = ChoiceWatcher(
                 files: [paths.optOutMarker, paths.localCacheFile(for: udid.app), paths.consentFile(for: udid.app)]
             ) { [weak self] in self?.choiceChanged() }
+            choices?.lastState = choiceState()
             connect()
             resolveAndPublish()
         }
     }
 
-    /// An opt-out, a withdrawal of consent or another choice changed on disk:
-    /// the cached resolution is stale, whoever made it.
+    /// One of the watched files changed. Only a change of the user's choices
+    /// counts: the app's own writes of its local cache touch the same file and
+    /// must not make it resolve again.
     private func choiceChanged() {
-        udid.forget()
-        schedule()
+        queue.async { [self] in
+            let now = choiceState()
+            guard now != choices?.lastState else { return }
+            choices?.lastState = now
+            udid.forget()
+            schedule()
+        }
+    }
+
+    /// The user's choices as the files say: opted out (per app or for every
+    /// app), and whether consent is recorded.
+    private func choiceState() -> ChoiceState {
+        let optedOut: Bool
+        if case .optedOut = engine.localCache.read() { optedOut = true } else { optedOut = false }
+        return ChoiceState(
+            appOptedOut: optedOut, userOptedOut: engine.userOptedOut, consent: engine.hasConsent)
     }
 
     func latest() -> Report {
@@ -352,4 +368,11 @@ extension Report {
             rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot,
             environment: environment)
     }
+}
+
+/// The user's choices a participant follows on disk.
+struct ChoiceState: Sendable, Equatable {
+    var appOptedOut: Bool
+    var userOptedOut: Bool
+    var consent: Bool
 }

@@ -19,6 +19,13 @@ final class ChoiceWatcher: Sendable {
     /// Watch descriptor → the directory it watches.
     private let watches = Mutex<[Int32: String]>([:])
     private let stopped = Atomic<Bool>(false)
+    private let state = Mutex<ChoiceState?>(nil)
+
+    /// The choices last acted on, kept for the participant (which compares before it resolves again).
+    var lastState: ChoiceState? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
 
     /// Starts watching `files` (absolute paths); nil when inotify is not available.
     init?(files: [String], onChange: @escaping @Sendable () -> Void) {
