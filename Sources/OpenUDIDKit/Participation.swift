@@ -104,6 +104,7 @@ final class ParticipationCore: @unchecked Sendable {
     /// must not make it resolve again.
     private func choiceChanged() {
         queue.async { [self] in
+            guard !stopped else { return }
             let now = choiceState()
             guard now != choices?.lastState else { return }
             choices?.lastState = now

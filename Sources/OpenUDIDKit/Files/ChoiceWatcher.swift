@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Synchronization
 import XSelection
@@ -19,6 +20,8 @@ final class ChoiceWatcher: Sendable {
     /// Watch descriptor → the directory it watches.
     private let watches = Mutex<[Int32: String]>([:])
     private let stopped = Atomic<Bool>(false)
+    /// Signalled when the thread has closed its descriptors and left.
+    private let finished = DispatchSemaphore(value: 0)
     private let state = Mutex<ChoiceState?>(nil)
 
     /// The choices last acted on, kept for the participant (which compares before it resolves again).
@@ -48,11 +51,22 @@ final class ChoiceWatcher: Sendable {
         startThread { watcher.run(onChange) }
     }
 
-    /// Stops the thread; the descriptors are closed when it has ended.
+    // The descriptors live as long as the watcher: the thread holds it while it
+    // runs, so nothing can write to a descriptor closed (and reused) meanwhile.
+    deinit {
+        close(descriptor)
+        close(wake.read)
+        close(wake.write)
+    }
+
+    /// Stops the thread and waits (at most a second) until it has left, so a
+    /// program may exit right after: a thread still running while the process
+    /// exits can crash it.
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
+        _ = finished.wait(timeout: .now() + 1)
     }
 
     /// The directories to watch: each file's own, or its nearest existing ancestor.
@@ -75,11 +89,7 @@ final class ChoiceWatcher: Sendable {
     }
 
     private func run(_ onChange: @Sendable () -> Void) {
-        defer {
-            close(descriptor)
-            close(wake.read)
-            close(wake.write)
-        }
+        defer { finished.signal() }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while !stopped.load(ordering: .acquiring) {
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
