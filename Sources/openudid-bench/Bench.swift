@@ -21,6 +21,7 @@ struct Plan {
     var flood: (intervals: Int, milliseconds: Int) { quick ? (4, 250) : (11, 500) }
     var unreadFloodMilliseconds: Int { quick ? 3000 : 12000 }
     var convergenceTrials: Int { quick ? 3 : 20 }
+    var convergenceTrials100: Int { quick ? 1 : 10 }
     var convergenceSettle: Duration { quick ? .milliseconds(300) : .milliseconds(500) }
     var ownerProcesses: Int { 100 }
 }
