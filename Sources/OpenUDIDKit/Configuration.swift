@@ -59,6 +59,8 @@ extension OpenUDID {
         package var usesFiles = true
         /// How many selection slots there are (default 100); every participant of a namespace must agree.
         package var slotCount = 100
+        /// The longest one Secret Service call may take (a hung keyring costs this much).
+        package var secretServiceDeadline: Duration = .seconds(2)
         /// The deadline of one pass over the selection slots.
         package var readDeadline: Duration = .milliseconds(250)
         /// How long a participating app waits after a slot change before it resolves again,

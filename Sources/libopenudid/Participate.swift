@@ -20,41 +20,25 @@ public func openudid_participate(
 /// `openudid_opt_out`: opts this app out until `openudid_opt_in`.
 @c @implementation
 public func openudid_opt_out(_ pointer: OpaquePointer?) -> Int32 {
-    status { () throws(CallFailure) in
-        let handle = try handle(pointer, of: "openudid_opt_out")
-        do throws(OpenUDIDError) { try handle.udid.optOut() } catch { throw CallFailure(error) }
-        handle.participation?.refresh()
-    }
+    changeChoice(pointer, "openudid_opt_out") { udid throws(OpenUDIDError) in try udid.optOut() }
 }
 
 /// `openudid_opt_in`: undoes `openudid_opt_out`.
 @c @implementation
 public func openudid_opt_in(_ pointer: OpaquePointer?) -> Int32 {
-    status { () throws(CallFailure) in
-        let handle = try handle(pointer, of: "openudid_opt_in")
-        do throws(OpenUDIDError) { try handle.udid.optIn() } catch { throw CallFailure(error) }
-        handle.participation?.refresh()
-    }
+    changeChoice(pointer, "openudid_opt_in") { udid throws(OpenUDIDError) in try udid.optIn() }
 }
 
 /// `openudid_grant_consent`: records the user's consent for this app.
 @c @implementation
 public func openudid_grant_consent(_ pointer: OpaquePointer?) -> Int32 {
-    status { () throws(CallFailure) in
-        let handle = try handle(pointer, of: "openudid_grant_consent")
-        do throws(OpenUDIDError) { try handle.udid.grantConsent() } catch { throw CallFailure(error) }
-        handle.participation?.refresh()
-    }
+    changeChoice(pointer, "openudid_grant_consent") { udid throws(OpenUDIDError) in try udid.grantConsent() }
 }
 
 /// `openudid_withdraw_consent`: withdraws it and erases the app's copies.
 @c @implementation
 public func openudid_withdraw_consent(_ pointer: OpaquePointer?) -> Int32 {
-    status { () throws(CallFailure) in
-        let handle = try handle(pointer, of: "openudid_withdraw_consent")
-        do throws(OpenUDIDError) { try handle.udid.withdrawConsent() } catch { throw CallFailure(error) }
-        handle.participation?.refresh()
-    }
+    changeChoice(pointer, "openudid_withdraw_consent") { udid throws(OpenUDIDError) in try udid.withdrawConsent() }
 }
 
 /// `openudid_has_consent`: 1 when the user's consent is recorded, 0 when not.
@@ -64,5 +48,17 @@ public func openudid_has_consent(_ pointer: OpaquePointer?) -> Int32 {
         return try handle(pointer, of: "openudid_has_consent").udid.hasConsent ? 1 : 0
     } catch {
         return fail(error.code, error.message)
+    }
+}
+
+/// Runs `change` on the handle `pointer` names, for the C function `function`,
+/// then lets a participating handle publish what changed at once.
+private func changeChoice(
+    _ pointer: OpaquePointer?, _ function: String, _ change: (OpenUDID) throws(OpenUDIDError) -> Void
+) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: function)
+        do throws(OpenUDIDError) { try change(handle.udid) } catch { throw CallFailure(error) }
+        handle.participation?.refresh()
     }
 }

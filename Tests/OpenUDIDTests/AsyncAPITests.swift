@@ -1,7 +1,8 @@
 import Foundation
-import OpenUDIDKit
 import TestSupport
 import Testing
+
+@testable import OpenUDIDKit
 
 /// The async forms never block the caller's thread: with the keyring daemon
 /// frozen (SIGSTOP), a resolution waits on the Secret Service, and meanwhile
@@ -11,7 +12,9 @@ import Testing
         let bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
         let home = try PrivateHome()
         let environment = home.environment(display: nil, extra: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
-        let configuration = OpenUDID.Configuration(display: nil, mirror: .secretService, environment: environment)
+        var configuration = OpenUDID.Configuration(display: nil, mirror: .secretService, environment: environment)
+        // Longer than any test run: the resolution cannot end while the keyring is frozen.
+        configuration.secretServiceDeadline = .seconds(600)
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
 
         bus.suspendKeyring()
@@ -23,7 +26,7 @@ import Testing
         }
         // The main actor runs this loop while the resolution is under way: were
         // the resolution holding the main thread, none of it could run before
-        // the keyring answered or its 2 s deadline passed.
+        // the keyring answered.
         var turns = 0
         for _ in 0..<5 {
             try await Task.sleep(for: .milliseconds(5))

@@ -39,7 +39,7 @@ import Testing
         }
         #expect(back, "after the restart: \(occupiedSelectionSlots(session, none))")
         for participant in participants {
-            #expect(participant.child.isRunning)
+            #expect(participant.child.isRunning, "\(participant.app) ended after the restart: \(participant.child.standardError)")
             #expect(participant.current == shared)
         }
     }

@@ -52,7 +52,8 @@ final class Engine: @unchecked Sendable {
         lock.withLock { _ in
             if let chosen = mirrorChoice { return chosen }
             let chosen = Self.store(
-                for: configuration.mirror, paths: paths, environment: configuration.environment, fileSystem: fileSystem)
+                for: configuration.mirror, paths: paths, environment: configuration.environment, fileSystem: fileSystem,
+                deadline: configuration.secretServiceDeadline)
             mirrorChoice = .some(chosen)
             return chosen
         }
@@ -62,13 +63,14 @@ final class Engine: @unchecked Sendable {
     /// `environment`, so a handle configured with another environment (a test,
     /// the lab) talks to that environment's Secret Service.
     static func store(
-        for choice: MirrorChoice, paths: StoragePaths, environment: [String: String], fileSystem: FileSystem = .system
+        for choice: MirrorChoice, paths: StoragePaths, environment: [String: String], fileSystem: FileSystem = .system,
+        deadline: Duration = .seconds(2)
     ) -> (any VendorMirrorStore)? {
         let address = try? SessionBus.address(in: environment, fileSystem: fileSystem).get()
         switch choice {
         case .none: return nil
         case .file: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
-        case .secretService: return SecretServiceMirror(busAddress: address, namespace: paths.namespace)
+        case .secretService: return SecretServiceMirror(busAddress: address, namespace: paths.namespace, deadline: deadline)
         case .automatic:
             // No bus in this environment: no Secret Service to ask.
             guard let address else { return FileVendorMirror(paths: paths, fileSystem: fileSystem) }
@@ -76,7 +78,8 @@ final class Engine: @unchecked Sendable {
             // cannot be read now (the report says so), and falling back to files
             // would fork the vendor's value.
             switch SecretServiceMirror.probe(busAddress: address) {
-            case .ready, .locked, .unresponsive: return SecretServiceMirror(busAddress: address, namespace: paths.namespace)
+            case .ready, .locked, .unresponsive:
+                return SecretServiceMirror(busAddress: address, namespace: paths.namespace, deadline: deadline)
             case .unusable, .unreachable: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
             }
         }
