@@ -67,8 +67,28 @@ extension Next: Equatable where Element: Equatable {}
 /// the iteration (which would end an `AsyncStream`) nor loses the element that
 /// comes after it. Keep one reader per sequence for the whole test.
 public final class SequenceReader<Element: Sendable>: Sendable {
+    private struct Taken {
+        var elements: [Element] = []
+        var finished = false
+        /// The caller waiting in `next`, resumed by whichever comes first: an
+        /// element, the end, or its time-out.
+        var waiter: (id: UInt64, continuation: CheckedContinuation<Next<Element>, Never>)?
+        var waits: UInt64 = 0
+
+        /// Hands what is there to the waiter, if both are there.
+        mutating func serve() {
+            guard let waiter else { return }
+            if !elements.isEmpty {
+                self.waiter = nil
+                waiter.continuation.resume(returning: .element(elements.removeFirst()))
+            } else if finished {
+                self.waiter = nil
+                waiter.continuation.resume(returning: .finished)
+            }
+        }
+    }
     private final class State: Sendable {
-        let taken = Mutex<(elements: [Element], finished: Bool)>(([], false))
+        let taken = Mutex(Taken())
     }
     private let state = State()
     private let task: Task<Void, Never>
@@ -78,23 +98,38 @@ public final class SequenceReader<Element: Sendable>: Sendable {
         let state = self.state
         task = Task {
             do {
-                for try await element in sequence { state.taken.withLock { $0.elements.append(element) } }
+                for try await element in sequence {
+                    state.taken.withLock {
+                        $0.elements.append(element)
+                        $0.serve()
+                    }
+                }
             } catch {}
-            state.taken.withLock { $0.finished = true }
+            state.taken.withLock {
+                $0.finished = true
+                $0.serve()
+            }
         }
     }
 
     /// The next element, or `.finished` once the sequence has ended, or `.timedOut` after `timeout`.
     public func next(timeout: Duration = .seconds(10)) async -> Next<Element> {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let taken: Next<Element>? = state.taken.withLock { state in
-                if !state.elements.isEmpty { return .element(state.elements.removeFirst()) }
-                return state.finished ? .finished : nil
+        let state = self.state
+        return await withCheckedContinuation { continuation in
+            let id = state.taken.withLock { taken -> UInt64 in
+                taken.waits += 1
+                taken.waiter = (taken.waits, continuation)
+                taken.serve()
+                return taken.waits
             }
-            if let taken { return taken }
-            guard ContinuousClock.now < deadline else { return .timedOut }
-            try? await Task.sleep(for: .milliseconds(5))
+            Task {
+                try? await Task.sleep(for: timeout)
+                state.taken.withLock { taken in
+                    guard let waiter = taken.waiter, waiter.id == id else { return }
+                    taken.waiter = nil
+                    waiter.continuation.resume(returning: .timedOut)
+                }
+            }
         }
     }
 
