@@ -4,42 +4,43 @@ import Testing
 
 @testable import OpenUDIDKit
 
-/// The async forms never block the caller's thread: with the keyring daemon
-/// frozen (SIGSTOP), a resolution waits on the Secret Service, and meanwhile
-/// the main actor, which awaits it, keeps running other work.
+/// The async forms never block the thread that awaits them: with the keyring
+/// daemon frozen (SIGSTOP), resolutions wait on the Secret Service, and the
+/// threads of Swift's cooperative pool, on which every task (a UI's too) runs,
+/// stay free for other work meanwhile.
 @Suite struct AsyncAPITests {
-    @MainActor @Test func aResolutionWaitingOnAFrozenKeyringLeavesTheMainActorFree() async throws {
+    @Test(.timeLimit(.minutes(1))) func resolutionsWaitingOnAFrozenKeyringLeaveTheTaskThreadsFree() async throws {
         let bus = try PrivateSessionBus(keyring: .unlocked(password: "correct horse"))
         let home = try PrivateHome()
         let environment = home.environment(display: nil, extra: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         var configuration = OpenUDID.Configuration(display: nil, mirror: .secretService, environment: environment)
-        // Longer than any test run: the resolution cannot end while the keyring is frozen.
+        // Longer than any test run: no resolution can end while the keyring is frozen.
         configuration.secretServiceDeadline = .seconds(600)
-        let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
+        // More resolutions at once than the pool has threads (one per core), each
+        // on a handle of its own: were each holding its thread, none would be left.
+        let count = ProcessInfo.processInfo.activeProcessorCount + 2
+        let handles = try (0..<count).map { try OpenUDID(app: "com.acme.app\($0)", configuration: configuration) }
 
         bus.suspendKeyring()
-        let resolved = Locked(false)
-        let resolution = Task { @MainActor in
-            let report = await udid.resolve()
-            resolved.withLock { $0 = true }
-            return report
+        let finished = Locked(0)
+        let resolutions = handles.map { udid in
+            Task {
+                let report = await udid.resolve()
+                finished.withLock { $0 += 1 }
+                return report
+            }
         }
-        // The main actor runs this loop while the resolution is under way: were
-        // the resolution holding the main thread, none of it could run before
-        // the keyring answered.
-        var turns = 0
-        for _ in 0..<5 {
-            try await Task.sleep(for: .milliseconds(5))
-            turns += 1
-        }
-        #expect(turns == 5)
-        #expect(!resolved.withLock { $0 }, "the resolution finished although the keyring was frozen")
+        // A task started now runs only if a pool thread is free; otherwise the
+        // time limit ends the test.
+        let ranMeanwhile = await Task.detached { finished.withLock { $0 } == 0 }.value
+        #expect(ranMeanwhile, "other tasks ran only after the resolutions, although the keyring was frozen")
         bus.resumeKeyring()
 
-        let report = await resolution.value
-        #expect(resolved.withLock { $0 })
-        #expect(report.identifier.hex.count == 40)
+        for resolution in resolutions {
+            #expect(await resolution.value.identifier.hex.count == 40)
+        }
+        #expect(finished.withLock { $0 } == count)
         // The async and the synchronous forms give the same cached value.
-        #expect(await udid.value() == udid.value())
+        #expect(await handles[0].value() == handles[0].value())
     }
 }
