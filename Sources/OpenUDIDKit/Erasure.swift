@@ -101,7 +101,7 @@ extension OpenUDID {
     }
 
     /// The names in `directory`, without `.` and `..`; empty when it does not exist.
-    private static func entries(of directory: String, fs: FileSystem, problems: inout [String]) -> [String] {
+    static func entries(of directory: String, fs: FileSystem, problems: inout [String]) -> [String] {
         let descriptor = fs.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             if errno != ENOENT { problems.append("\(directory): \(POSIX.message(errno))") }

@@ -69,7 +69,7 @@ final class ParticipationCore: @unchecked Sendable {
     private var scheduled = false
     private var stopped = false
     private var reconnecting = false
-    /// Tells of the user's choices made on disk by any process (opt-out, consent).
+    /// Tells of the user's choices made on disk by any process (opt-out, consent, reset).
     private var choices: ChoiceWatcher?
     /// The wait before reading again the slots a settled vote did not wait
     /// for, doubled each time they still do not answer; nil when none is due.
@@ -91,7 +91,9 @@ final class ParticipationCore: @unchecked Sendable {
             // while it runs is not missed.
             let paths = engine.paths
             choices = ChoiceWatcher(
-                files: [paths.optOutMarker, paths.localCacheFile(for: udid.app), paths.consentFile(for: udid.app)]
+                files: [
+                    paths.optOutMarker, paths.localCacheFile(for: udid.app), paths.consentFile(for: udid.app), paths.resetMarker
+                ]
             ) { [weak self] in self?.choiceChanged() }
             choices?.lastState = choiceState()
             connect()
@@ -114,12 +116,13 @@ final class ParticipationCore: @unchecked Sendable {
     }
 
     /// The user's choices as the files say: opted out (per app or for every
-    /// app), and whether consent is recorded.
+    /// app), whether consent is recorded, and the reset generation.
     private func choiceState() -> ChoiceState {
         let optedOut: Bool
         if case .optedOut = engine.localCache.read() { optedOut = true } else { optedOut = false }
+        let reset = try? ResetMarker(paths: engine.paths, fileSystem: engine.fileSystem).read().get()
         return ChoiceState(
-            appOptedOut: optedOut, userOptedOut: engine.userOptedOut, consent: engine.hasConsent)
+            appOptedOut: optedOut, userOptedOut: engine.userOptedOut, consent: engine.hasConsent, resetGeneration: reset)
     }
 
     func latest() -> Report {
@@ -359,7 +362,8 @@ extension Report {
     /// next resolution; nil when opted out.
     var heldRecord: SlotRecord? {
         guard optOut == nil, let born, !identifier.isOptedOut else { return nil }
-        return SlotRecord(id: identifier, app: app.id, vendor: app.vendor, born: born, written: born, optOut: false)
+        return SlotRecord(
+            id: identifier, app: app.id, vendor: app.vendor, born: born, written: born, optOut: false, generation: generation)
     }
 
     /// The same report, naming `slot` as the app's selection slot.
@@ -367,7 +371,7 @@ extension Report {
         Report(
             app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
             rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot,
-            environment: environment)
+            environment: environment, generation: generation)
     }
 }
 
@@ -376,4 +380,6 @@ struct ChoiceState: Sendable, Equatable {
     var appOptedOut: Bool
     var userOptedOut: Bool
     var consent: Bool
+    /// The generation the reset marker names; nil when it cannot be read.
+    var resetGeneration: Int64?
 }

@@ -56,6 +56,8 @@ extension Report: Encodable {
             case misplaced
             /// It is a selection record while durable ballots decide.
             case outranked
+            /// It belongs to a reset generation older than the current one.
+            case superseded
         }
 
         /// What happened to a source.
@@ -178,6 +180,8 @@ extension Report: Encodable {
             public var written: Int64
             /// Whether it is an opted-out record.
             public var optOut: Bool
+            /// Its reset generation; absent for generation 0, as on the wire.
+            public var generation: Int64?
         }
 
         /// The vendor mirror: `{store, record}`.
@@ -207,6 +211,9 @@ extension Report: Encodable {
         public var optedOut: OptOut?
         /// The identifier's birth (ms since 1970), when known.
         public var born: Int64?
+        /// The user reset generation of the identifier (absent in documents of
+        /// versions before resets existed, read as 0).
+        public var generation: Int64?
         /// The selection slot the app serves, or nil.
         public var slot: Int?
         /// How the identifier came about.
@@ -250,6 +257,7 @@ extension Report: Encodable {
             try container.encode(vendor, forKey: .vendor)
             try container.encode(optedOut, forKey: .optedOut)
             try container.encode(born, forKey: .born)
+            try container.encode(generation ?? 0, forKey: .generation)
             try container.encode(slot, forKey: .slot)
             try container.encode(origin, forKey: .origin)
             try container.encode(decidedBy, forKey: .decidedBy)
@@ -278,6 +286,7 @@ extension Report: Encodable {
             vendor: app.vendor,
             optedOut: optOut,
             born: born,
+            generation: generation,
             slot: slot,
             origin: resolution.map { Document.Origin($0.origin) } ?? .optedOut,
             decidedBy: resolution?.decidedBy.map(Document.Tier.init),
@@ -356,6 +365,7 @@ extension Report.Document.IgnoredReason {
         case .optedOut: self = .optedOut
         case .misplaced: self = .misplaced
         case .outranked: self = .outranked
+        case .superseded: self = .superseded
         }
     }
 }
@@ -393,7 +403,7 @@ extension Report.Document.Record {
     init(_ record: SlotRecord) {
         self.init(
             v: record.version, id: record.id.hex, app: record.app, vendor: record.vendor, born: record.born,
-            written: record.written, optOut: record.optOut)
+            written: record.written, optOut: record.optOut, generation: record.generation == 0 ? nil : record.generation)
     }
 }
 
@@ -402,7 +412,7 @@ extension Resolution.Ignored.Reason {
     public var counted: Candidate.Source? {
         switch self {
         case .sameClient(let source), .sameApp(let source), .sameVendor(let source): source
-        case .optedOut, .misplaced, .outranked: nil
+        case .optedOut, .misplaced, .outranked, .superseded: nil
         }
     }
 }

@@ -144,6 +144,9 @@ public struct Report: Sendable {
     /// What about the session limits sharing (a sandbox, no X server), one
     /// note each; empty in an ordinary X11 session.
     public internal(set) var environment: [EnvironmentNote] = []
+    /// The user reset generation of the identifier: 0 until the user first
+    /// resets it (`OpenUDID.resetEverywhere`), then one more with each reset.
+    public internal(set) var generation: Int64 = 0
 
     /// The identifier derived for this app alone (see `AppScopedIdentifier`);
     /// all zero when opted out.

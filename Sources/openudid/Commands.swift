@@ -109,10 +109,25 @@ let tool = Command(
                 .flag("dry-run", help: "list what would be removed; remove nothing")
             ]),
         Command(
+            "reset", abstract: "give every app a new identifier, and never the old one again",
+            discussion: """
+                Resets the shared identifier for the user: removes every copy of it (file
+                slots, local caches, file mirrors, Secret Service items of the namespace)
+                and raises the reset generation, so that every participating app moves to
+                a new identifier: running apps within a second, the others on their next
+                start. A copy that could not be removed (a locked keyring) is superseded
+                and overwritten when next read. Opt-outs and consent stay as they are.
+                Prints the new generation and each copy removed.
+                """,
+            synopses: ["[--namespace NAME]"],
+            options: [namespace]),
+        Command(
             "opt-out", abstract: "opt one app out, or with --all the user for every app (--undo reverses)",
             discussion: """
                 Opts one app out (it reports all zeros, publishes that it opted out and
-                does not vote), or with --all the user for every app. --undo reverses it.
+                does not vote), or with --all the user for every app. --undo reverses it
+                and brings the previous identifier back; for a new one, run
+                openudid reset as well.
                 """,
             synopses: ["--app ID [--undo] [options]", "--all [--undo]"],
             options: [

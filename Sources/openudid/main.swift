@@ -53,7 +53,7 @@ let appArgument: String? = {
         }
         return word
     }
-    return command == "slots" || command == "forget" ? nil : parsed["app"]
+    return ["slots", "forget", "reset"].contains(command) ? nil : parsed["app"]
 }()
 
 if let app = appArgument {
@@ -61,7 +61,7 @@ if let app = appArgument {
         parsed.fail(error.description)
     }
 }
-if command != "remove-app", command != "forget", parsed["display"] != nil, parsed.has("no-display") {
+if !["remove-app", "forget", "reset"].contains(command), parsed["display"] != nil, parsed.has("no-display") {
     parsed.fail("--display and --no-display contradict each other; give one")
 }
 switch command {
@@ -90,7 +90,7 @@ func configuration() -> OpenUDID.Configuration {
     return configuration
 }
 // Built once here, before anything touches a file; remove-app takes none of these options.
-let checkedConfiguration = ["remove-app", "forget"].contains(command) ? OpenUDID.Configuration() : configuration()
+let checkedConfiguration = ["remove-app", "forget", "reset"].contains(command) ? OpenUDID.Configuration() : configuration()
 
 // A display named on the command line must answer: silently working without it
 // would hide a typo. ($DISPLAY is the session's business: without a server
@@ -215,7 +215,12 @@ case "opt-out":
     let undo = parsed.has("undo")
     do {
         if parsed.has("all") {
-            if undo { try OpenUDID.optInEverywhere() } else { try OpenUDID.optOutEverywhere() }
+            if undo {
+                try OpenUDID.optInEverywhere()
+                printLine("openudid: apps return to the identifier they had; for a new one, run openudid reset", to: STDERR_FILENO)
+            } else {
+                try OpenUDID.optOutEverywhere()
+            }
         } else {
             let udid = handle()
             if undo { try udid.optIn() } else { try udid.optOut() }
@@ -235,6 +240,14 @@ case "forget":
     if !erasure.problems.isEmpty {
         fail("not everything could be removed:\n" + erasure.problems.joined(separator: "\n"), status: Exit.failure)
     }
+
+case "reset":
+    let reset: OpenUDID.Reset
+    do { reset = try OpenUDID.resetEverywhere(namespace: parsed["namespace"]) } catch { fail(error.description, status: Exit.failure) }
+    printLine("generation \(reset.generation)")
+    for file in reset.files { printLine("removed \(file)") }
+    for item in reset.keyringItems { printLine("removed keyring: \(item)") }
+    for problem in reset.problems { printLine("openudid: left in place: \(problem)", to: STDERR_FILENO) }
 
 default:
     preconditionFailure("the parser let through a command the tool does not run: \(command)")

@@ -19,6 +19,8 @@ import Testing
         let born: Int64
         let written: Int64
         let optOut: Bool
+        /// Absent in most cases: the generation before any reset, 0.
+        var generation: Int64? = nil
     }
 
     struct Case: Decodable, Sendable, CustomStringConvertible {
@@ -87,7 +89,8 @@ import Testing
         #expect(
             RecordFields(
                 v: record.version, id: record.id.hex, app: record.app, vendor: record.vendor,
-                born: record.born, written: record.written, optOut: record.optOut) == expected)
+                born: record.born, written: record.written, optOut: record.optOut,
+                generation: record.generation == 0 ? nil : record.generation) == expected)
         let canonical = Data(try #require(vector.canonical).utf8)
         #expect(record.encoded() == canonical)
         // The canonical encoding is itself accepted, by the fast path, as the same record.

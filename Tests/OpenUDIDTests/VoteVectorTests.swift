@@ -48,13 +48,14 @@ import Testing
         let policy: ResolutionPolicy = object["policy"] as? String == "keep-local" ? .keepLocal : .followConsensus
         let resolution = Resolution.resolve(
             candidates: candidates, local: local, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
-            policy: policy, app: object["app"] as? String
+            policy: policy, app: object["app"] as? String, resetGeneration: object["resetGeneration"] as? Int64 ?? 0
         ) { (freshID, freshBorn) }
 
         let expect = try #require(object["expect"] as? [String: Any])
         #expect(resolution.identifier.hex == expect["id"] as? String)
         #expect(Report.Document.Origin(resolution.origin).rawValue == expect["origin"] as? String)
         #expect(resolution.born == expect["born"] as? Int64)
+        #expect(resolution.generation == expect["generation"] as? Int64 ?? 0)
         #expect(resolution.decidedBy.map { Report.Document.Tier($0).rawValue } == expect["decidedBy"] as? String)
         #expect(resolution.replaced?.hex == expect["replaced"] as? String)
         let votes = Dictionary(uniqueKeysWithValues: resolution.tally.map { ($0.identifier.hex, $0.votes) })

@@ -18,6 +18,8 @@ extension Engine {
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
         var held: SlotRecord?
+        /// The generation the user's reset marker names (0 when there is none or it cannot be read).
+        var resetGeneration: Int64 = 0
     }
 
     /// Reads every source. `held` is the app's value from its last resolution,
@@ -38,6 +40,7 @@ extension Engine {
         }
         var gathered = Gathered()
         if configuration.usesFiles {
+            gatherResetGeneration(into: &gathered)
             gatherFileSlots(into: &gathered, now: now)
             gatherLocalCache(into: &gathered, now: now)
         } else {
@@ -47,7 +50,8 @@ extension Engine {
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
         let localCandidates = gathered.candidates
-        durableInHand.candidates.withLock { $0 = localCandidates }
+        let resetGeneration = gathered.resetGeneration
+        durableInHand.candidates.withLock { $0 = (localCandidates, resetGeneration) }
         gatherMirror(into: &gathered, now: now)
         group.wait()
         // Selections first, as if they had been read first: the same order every time.
@@ -72,8 +76,8 @@ extension Engine {
         return { readings, outstanding in
             guard let durable = durableInHand.candidates.withLock({ $0 }) else { return false }
             let resolution = Resolution.resolve(
-                candidates: durable + readings.compactMap(\.candidate), local: nil, held: held, keepsFiles: keepsFiles,
-                policy: policy, app: app
+                candidates: durable.candidates + readings.compactMap(\.candidate), local: nil, held: held, keepsFiles: keepsFiles,
+                policy: policy, app: app, resetGeneration: durable.resetGeneration
             ) { (Identifier.random(), Milliseconds.since1970(now)) }
             return Resolution.isSettled(resolution, outstanding: outstanding)
         }
@@ -113,6 +117,16 @@ extension Engine {
         } catch {
             dropReader()
             gathered.sources.append(SourceStatus("selections", .unavailable(error.message)))
+        }
+    }
+
+    /// Reads the user's reset generation. A marker that cannot be read counts as
+    /// none: the generations the durable records carry still supersede older ones.
+    private func gatherResetGeneration(into gathered: inout Gathered) {
+        let marker = ResetMarker(paths: paths, fileSystem: fileSystem)
+        switch marker.read() {
+        case .success(let generation): gathered.resetGeneration = generation
+        case .failure(let problem): gathered.rejected.append(Rejection(marker.path, problem.message))
         }
     }
 
@@ -193,9 +207,9 @@ extension Engine {
 
 }
 
-/// The durable ballots a pass has in hand (the file slots and local cache),
-/// handed from the thread that reads the files to the one reading selections;
-/// nil until the files are read.
+/// The durable ballots a pass has in hand (the file slots and local cache) and
+/// the user's reset generation, handed from the thread that reads the files to
+/// the one reading selections; nil until the files are read.
 private final class DurableInHand: Sendable {
-    let candidates = Mutex<[Candidate]?>(nil)
+    let candidates = Mutex<(candidates: [Candidate], resetGeneration: Int64)?>(nil)
 }

@@ -53,7 +53,7 @@ extension Engine {
 
         let record = SlotRecord(
             id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
-            written: Milliseconds.since1970(now), optOut: false)
+            written: Milliseconds.since1970(now), optOut: false, generation: resolution.generation)
         var repairs: [Repair] = []
         if configuration.usesFiles {
             repairs.append(repair(localCachePlace, current: localCacheRead(gathered.local), record: record, now: now))
@@ -69,7 +69,7 @@ extension Engine {
             app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
             sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
             mirrorRecord: gathered.mirrorRecord, slot: slot,
-            environment: SessionEnvironment.notes(configuration, sources: gathered.sources))
+            environment: SessionEnvironment.notes(configuration, sources: gathered.sources), generation: resolution.generation)
     }
 
     /// How long an app waits for another one that is generating an identifier;
@@ -80,7 +80,8 @@ extension Engine {
         let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
         return Resolution.resolve(
             candidates: gathered.candidates, local: local, held: gathered.held,
-            keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id
+            keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id,
+            resetGeneration: gathered.resetGeneration
         ) {
             (Identifier.random(), Milliseconds.since1970(now))
         }

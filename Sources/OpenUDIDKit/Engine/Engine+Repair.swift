@@ -25,8 +25,8 @@ extension Engine {
         case .found(let bytes):
             // An opted-out record carries no identifier, so its times do not matter.
             if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.optOut == record.optOut,
-                held.born == record.born || record.optOut, ignoringWriter || held.app == record.app,
-                held.vendor == record.vendor
+                held.born == record.born || record.optOut, held.generation == record.generation,
+                ignoringWriter || held.app == record.app, held.vendor == record.vendor
             {
                 return Repair(place.name, .unchanged)
             }
@@ -49,13 +49,15 @@ extension Engine {
         // An opted-out app publishes that it opted out, so others do not count
         // a stale value for it; its local cache and the mirror are left alone.
         let milliseconds = Milliseconds.since1970(now)
-        let record = SlotRecord(id: .optedOut, app: app.id, vendor: app.vendor, born: milliseconds, written: milliseconds, optOut: true)
+        let record = SlotRecord(
+            id: .optedOut, app: app.id, vendor: app.vendor, born: milliseconds, written: milliseconds, optOut: true,
+            generation: gathered.resetGeneration)
         let repair = repair(fileSlot, current: gathered.ownFileSlot, record: record, now: now)
         return Report(
             app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,
             rejected: gathered.rejected, repairs: [repair], mirrorStore: gathered.mirrorName,
             mirrorRecord: gathered.mirrorRecord, slot: slot,
-            environment: SessionEnvironment.notes(configuration, sources: gathered.sources))
+            environment: SessionEnvironment.notes(configuration, sources: gathered.sources), generation: gathered.resetGeneration)
     }
 
 }

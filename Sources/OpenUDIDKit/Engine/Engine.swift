@@ -119,9 +119,12 @@ final class Engine: @unchecked Sendable {
     func slotRecord(for report: Report) -> SlotRecord {
         let now = Milliseconds.since1970(Date())
         if report.optOut != nil {
-            return SlotRecord(id: .optedOut, app: app.id, vendor: app.vendor, born: now, written: now, optOut: true)
+            return SlotRecord(
+                id: .optedOut, app: app.id, vendor: app.vendor, born: now, written: now, optOut: true, generation: report.generation)
         }
-        return SlotRecord(id: report.identifier, app: app.id, vendor: app.vendor, born: report.born ?? now, written: now, optOut: false)
+        return SlotRecord(
+            id: report.identifier, app: app.id, vendor: app.vendor, born: report.born ?? now, written: now, optOut: false,
+            generation: report.generation)
     }
 }
 

@@ -5,7 +5,7 @@ import XSelection
 
 /// Tells a running participant when the user's choices change on disk: the
 /// user-wide opt-out marker, the app's local cache (where a per-app opt-out is
-/// kept) and its consent record, whichever process changed them
+/// kept), its consent record and the user's reset marker, whichever process changed them
 /// (docs/PROTOCOL.md §8).
 ///
 /// It watches, with inotify, the directory of each file, or while that does

@@ -8,6 +8,7 @@ import Glibc
 /// | file slots | `<data>/openudid/slots/<app-id>.json` |
 /// | vendor mirrors | `<data>/openudid/vendors/<vendor>.json` |
 /// | the lock held while generating a new identifier | `<data>/openudid/generate.lock` |
+/// | the user's reset generation | `<data>/openudid/reset` |
 /// | an app's local cache | `<data>/<app-id>/openudid.json` |
 /// | user-wide opt-out marker | `<config>/openudid/opt-out` |
 ///
@@ -79,14 +80,19 @@ package struct StoragePaths: Sendable, Hashable {
     /// apps starting at once from nothing pick one identifier, not one each.
     package var generationLock: String { Self.joined(sharedRoot, "generate.lock") }
 
+    /// The file that holds the user's reset generation (`ResetMarker`).
+    package var resetMarker: String { Self.joined(sharedRoot, "reset") }
+
     /// The local cache file of `app`.
     ///
     /// - Parameter app: The app whose cache it is.
     /// - Returns: `<data>/<app-id>/openudid.json`, or `openudid-<namespace>.json` in a namespace.
     package func localCacheFile(for app: AppIdentity) -> String {
-        let name = namespace.map { "openudid-\($0).json" } ?? "openudid.json"
-        return Self.joined(Self.joined(dataHome, app.id), name)
+        Self.joined(Self.joined(dataHome, app.id), localCacheName)
     }
+
+    /// The name of every app's local cache in its own directory: `openudid.json`, or `openudid-<namespace>.json`.
+    package var localCacheName: String { namespace.map { "openudid-\($0).json" } ?? "openudid.json" }
 
     /// The file whose presence records the user's consent for `app`, beside its local cache.
     package func consentFile(for app: AppIdentity) -> String {

@@ -83,11 +83,20 @@ extension SlotRecord {
         let written = try time("written")
 
         let optOut = try boolean(fields, "optOut")
+
+        // Optional: a record written before any reset, or by a writer that
+        // predates resets, belongs to generation 0.
+        var generation: Int64 = 0
+        if fields[Array("generation".utf8)] != nil {
+            generation = try integer(fields, "generation")
+            guard generation >= 0 else { throw RecordError(.outOfRange(field: "generation")) }
+        }
+
         guard optOut == id.isOptedOut else { throw RecordError(.optOutMismatch(optOut: optOut)) }
 
         return SlotRecord(
             version: currentVersion, id: id, app: app, vendor: vendor,
-            born: born, written: written, optOut: optOut)
+            born: born, written: written, optOut: optOut, generation: generation)
     }
 
     /// The record, if `data` is exactly what `encoded()` writes for a record
@@ -102,8 +111,15 @@ extension SlotRecord {
         data.withUnsafeBytes { raw -> SlotRecord? in
             var scanner = CanonicalScanner(bytes: raw)
             guard scanner.take("{\"app\":"), let app = scanner.string(),
-                scanner.take(",\"born\":"), let born = scanner.integer(),
-                scanner.take(",\"id\":"), let idText = scanner.string(),
+                scanner.take(",\"born\":"), let born = scanner.integer()
+            else { return nil }
+            // `encoded()` writes the generation only when it is not 0.
+            var generation: Int64 = 0
+            if scanner.take(",\"generation\":") {
+                guard let value = scanner.integer(), value > 0 else { return nil }
+                generation = value
+            }
+            guard scanner.take(",\"id\":"), let idText = scanner.string(),
                 scanner.take(",\"optOut\":"), let optOut = scanner.boolean(),
                 scanner.take(",\"v\":"), let version = scanner.integer(),
                 scanner.take(",\"vendor\":"), let vendor = scanner.string(),
@@ -120,7 +136,7 @@ extension SlotRecord {
             else { return nil }
             return SlotRecord(
                 version: currentVersion, id: id, app: app, vendor: vendor,
-                born: born, written: written, optOut: optOut)
+                born: born, written: written, optOut: optOut, generation: generation)
         }
     }
 
@@ -507,7 +523,7 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case wrongType(field: String, expected: String)
         /// An integer field is written with a fraction or an exponent (`1.0`, `1e3`).
         case notWholeNumber(field: String)
-        /// An integer field is outside the 64-bit signed range.
+        /// An integer field is outside the 64-bit signed range, or `generation` is negative.
         case outOfRange(field: String)
         /// The major version `v` is not one this library reads.
         case unsupportedVersion(Int64)
@@ -606,6 +622,8 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
             return "field \"\(field)\" is not \(expected)"
         case .notWholeNumber(let field):
             return "field \"\(field)\" has a fraction or an exponent; integers are written as plain digits"
+        case .outOfRange(let field) where field == "generation":
+            return "field \"generation\" is negative or does not fit in a signed 64-bit integer"
         case .outOfRange(let field):
             return "field \"\(field)\" does not fit in a signed 64-bit integer"
         case .unsupportedVersion(let version):

@@ -8,6 +8,10 @@ import Glibc
 ///
 ///     {"app":"com.acme.notes","born":1700000000000,"id":"<40 hex>","optOut":false,"v":1,"vendor":"com.acme","written":1700000000000}
 ///
+/// After the user has reset the identifier, a record also carries the reset
+/// generation it belongs to (`"generation":1` after `born`); generation 0,
+/// the one before any reset, is not written.
+///
 /// `v` is the format's major version. A change that old readers can safely
 /// ignore adds a field and keeps `v`; readers ignore fields they do not know.
 /// A change that old readers must not misread raises `v`, and readers reject
@@ -42,6 +46,11 @@ public struct SlotRecord: Sendable, Hashable {
     public var written: Int64
     /// Whether the writing app opted out; if so `id` is all zeros.
     public var optOut: Bool
+    /// The user reset generation the identifier belongs to: 0 until the user
+    /// first resets the shared identifier, then one more with each reset
+    /// (docs/PROTOCOL.md §9). A record of an older generation than the
+    /// current one is superseded and casts no ballot.
+    public var generation: Int64
 
     /// Creates a record from its fields, unchecked.
     ///
@@ -49,7 +58,7 @@ public struct SlotRecord: Sendable, Hashable {
     /// with fields it would reject encodes fine but will be rejected by every reader.
     public init(
         version: Int = SlotRecord.currentVersion, id: Identifier, app: String, vendor: String,
-        born: Int64, written: Int64, optOut: Bool
+        born: Int64, written: Int64, optOut: Bool, generation: Int64 = 0
     ) {
         self.version = version
         self.id = id
@@ -58,6 +67,7 @@ public struct SlotRecord: Sendable, Hashable {
         self.born = born
         self.written = written
         self.optOut = optOut
+        self.generation = generation
     }
 
     /// Creates a current-version record of `app` holding `id`.
@@ -67,13 +77,17 @@ public struct SlotRecord: Sendable, Hashable {
     ///   - app: The writing app; its id and vendor go into the record.
     ///   - born: When `id` was first generated, in milliseconds since the epoch.
     ///   - written: When this record is written, in milliseconds since the epoch.
-    public init(id: Identifier, app: AppIdentity, born: Int64, written: Int64) {
-        self.init(id: id, app: app.id, vendor: app.vendor, born: born, written: written, optOut: id.isOptedOut)
+    ///   - generation: The user reset generation `id` belongs to.
+    public init(id: Identifier, app: AppIdentity, born: Int64, written: Int64, generation: Int64 = 0) {
+        self.init(
+            id: id, app: app.id, vendor: app.vendor, born: born, written: written, optOut: id.isOptedOut, generation: generation)
     }
 
     /// The record in its canonical encoding (docs/PROTOCOL.md §3).
     ///
-    /// Keys in the byte order of their UTF-8, no whitespace, integers in
+    /// Keys in the byte order of their UTF-8 (`generation` only when it is not
+    /// 0, so records of the generation before any reset keep the form they
+    /// always had), no whitespace, integers in
     /// shortest decimal form, `true`/`false`, and strings without escapes,
     /// since every character a valid record's strings can hold is printable
     /// ASCII other than `"` and `\`. The same record always gives the same
@@ -87,6 +101,7 @@ public struct SlotRecord: Sendable, Hashable {
         var text = "{"
         text += "\"app\":" + Self.jsonString(app)
         text += ",\"born\":" + String(born)
+        if generation != 0 { text += ",\"generation\":" + String(generation) }
         text += ",\"id\":\"" + id.hex + "\""
         text += ",\"optOut\":" + (optOut ? "true" : "false")
         text += ",\"v\":" + String(version)

@@ -16,6 +16,10 @@ struct Ballots {
     private var preferred: Identifier?
     /// The earliest `born` per identifier among the deciding tier's records.
     private var births: [Identifier: Int64] = [:]
+    /// The current user reset generation: the reset marker's, or a higher one
+    /// that a durable record or the held value carries. Records of older
+    /// generations are superseded.
+    private(set) var generation: Int64 = 0
 
     private struct Entry {
         let candidate: Candidate
@@ -29,11 +33,30 @@ struct Ballots {
     ///   - candidates: Every candidate, the held value (source `.held`) among them.
     ///   - app: The resolving app, for whom the mirror and the held value speak.
     ///   - heldTier: The tier the held value belongs to.
-    init(_ candidates: [Candidate], app: String?, heldTier: Resolution.Tier) {
-        let entries = candidates.map { ($0, $0.sourceKey()) }
+    ///   - resetGeneration: The generation the user's reset marker names (0 when there is none).
+    init(_ candidates: [Candidate], app: String?, heldTier: Resolution.Tier, resetGeneration: Int64 = 0) {
+        let sorted = candidates.map { ($0, $0.sourceKey()) }
             .sorted { $0.0.precedes($1.0, sourceKeys: ($0.1, $1.1)) }
             .enumerated().map { Entry(candidate: $0.element.0, rank: $0.offset) }
         var ignored: [(Entry, Resolution.Ignored.Reason)] = []
+
+        // The user's resets come first: a record of an older generation than the
+        // current one casts no ballot, wherever it is found. Only the user's own
+        // evidence can make a generation current (the marker, durable records,
+        // the value the app holds); a selection claiming a later generation
+        // counts as one of the current generation, so serving a high number over
+        // the display gains nothing.
+        var generation = resetGeneration
+        for entry in sorted where entry.isHeld || Self.tier(of: entry, heldTier: heldTier) == .durable {
+            if case .fileSlot(let owner) = entry.candidate.source, owner != entry.record.app { continue }
+            if case .vendorMirror(_, let vendor) = entry.candidate.source, vendor != entry.record.vendor { continue }
+            generation = max(generation, entry.record.generation)
+        }
+        self.generation = generation
+        let entries = sorted.filter { entry in
+            if entry.record.generation < generation { ignored.append((entry, .superseded)) }
+            return entry.record.generation >= generation
+        }
 
         var durableByApp: [String: [Entry]] = [:]
         var mirrorsByVendor: [String: [Entry]] = [:]

@@ -33,6 +33,10 @@ public enum ResolutionPolicy: Sendable, Hashable {
 ///    value an app holds.
 /// 4. Opted-out ballots abstain. Two X clients claiming one app are reported
 ///    as a `Conflict`; each still has its one ballot as an X client.
+/// 5. Before all of this, the user's resets: a record of an older reset
+///    generation than the current one is `superseded` and casts no ballot.
+///    The current generation is the highest of the user's reset marker, the
+///    durable records and the held value; selections cannot raise it.
 ///
 /// Ties left after that are broken by the candidates' content alone, so any
 /// two apps given the same candidates, in any order, reach the same result.
@@ -86,6 +90,9 @@ public struct Resolution: Sendable, Hashable {
             /// A live ballot while durable ballots decide: it arrived over the
             /// display alone, where anyone could have served it.
             case outranked
+            /// The record belongs to an older reset generation than the current
+            /// one: the user has reset the identifier since it was written.
+            case superseded
         }
 
         /// The candidate.
@@ -126,6 +133,8 @@ public struct Resolution: Sendable, Hashable {
     public let born: Int64
     /// How `identifier` was chosen.
     public let origin: Origin
+    /// The user reset generation `identifier` belongs to (0 before any reset).
+    public let generation: Int64
     /// The tier whose ballots decided, or nil when nobody voted.
     public let decidedBy: Tier?
     /// Every identifier that received votes, the winner first, in the order the rule ranks them.
@@ -172,8 +181,10 @@ public struct Resolution: Sendable, Hashable {
     ///   - app: The app that resolves, for whom the vendor mirror and the held
     ///     value speak; nil means the app of `local` or `held`, or else the app
     ///     named in the mirror's record.
+    ///   - resetGeneration: The generation the user's reset marker names, 0
+    ///     when there is none: records of older generations are superseded.
     ///   - fresh: Makes a new identifier and its birth time; called only when
-    ///     nobody votes and there is no local value.
+    ///     nobody votes and there is no local value of the current generation.
     /// - Returns: The identifier to use, with the full account of the vote.
     public static func resolve(
         candidates: [Candidate],
@@ -182,14 +193,18 @@ public struct Resolution: Sendable, Hashable {
         keepsFiles: Bool = true,
         policy: ResolutionPolicy = .followConsensus,
         app: String? = nil,
+        resetGeneration: Int64 = 0,
         fresh: () -> (identifier: Identifier, born: Int64)
     ) -> Resolution {
         let held = held.flatMap { $0.optOut ? nil : $0 }
         var all = candidates
         if let held { all.append(Candidate(held, from: .held)) }
-        let ballots = Ballots(all, app: app ?? local?.app ?? held?.app, heldTier: keepsFiles ? .durable : .live)
+        let ballots = Ballots(
+            all, app: app ?? local?.app ?? held?.app, heldTier: keepsFiles ? .durable : .live, resetGeneration: resetGeneration)
         let tally = ballots.tally()
-        let local = local.flatMap { $0.optOut ? nil : $0 } ?? held
+        // A value of an older generation is no value of the app's any more: the user reset it.
+        let current = ballots.generation
+        let local = local.flatMap { $0.optOut || $0.generation < current ? nil : $0 } ?? held.flatMap { $0.generation < current ? nil : $0 }
 
         let identifier: Identifier
         let born: Int64
@@ -219,7 +234,7 @@ public struct Resolution: Sendable, Hashable {
         }
 
         return Resolution(
-            identifier: identifier, born: born, origin: origin, decidedBy: ballots.tier, tally: tally,
+            identifier: identifier, born: born, origin: origin, generation: current, decidedBy: ballots.tier, tally: tally,
             agreeing: ballots.voting.filter { $0.record.id == identifier },
             disagreeing: ballots.voting.filter { $0.record.id != identifier },
             ignored: ballots.ignored, conflicts: ballots.conflicts, replaced: replaced, disagreement: disagreement)

@@ -152,6 +152,28 @@ extension SecretServiceMirror {
     }
 }
 
+extension SecretServiceMirror {
+    /// Deletes every item of this mirror's namespace, whatever its vendor
+    /// (outside a namespace, also the items written before the namespace
+    /// attribute existed), and returns each one's label and secret: what a
+    /// user reset removes. Items of other namespaces are left alone.
+    ///
+    /// - Throws: `StoreUnavailable` when the service cannot be asked, or an item
+    ///   is locked or cannot be deleted (nothing after it is deleted).
+    package func removeEveryVendorItem() throws(StoreUnavailable) -> [(label: String, secret: Data)] {
+        try perform("removing every item of the namespace", vendor: nil) { call throws(StoreUnavailable) in
+            let items = try call.namespaceItems()
+            if items.contains(where: \.isLocked) { throw call.lockedItem() }
+            var removed: [(label: String, secret: Data)] = []
+            for item in items {
+                removed.append((call.label(of: item), (try? call.secret(of: item)) ?? Data()))
+                try call.deleteOrThrow(item)
+            }
+            return removed.sorted { $0.label.utf8.lexicographicallyPrecedes($1.label.utf8) }
+        }.result.get()
+    }
+}
+
 // MARK: - Probing
 
 extension SecretServiceMirror {
@@ -345,6 +367,7 @@ private final class SecretServiceCall {
     private let timer: DeadlineTimer
     private let operation: String
     private let vendor: String
+    private let namespace: String
     /// GObjects handed to us with a reference, released by `close()`.
     private var owned: [UnsafeMutableRawPointer] = []
 
@@ -352,6 +375,7 @@ private final class SecretServiceCall {
         self.timer = timer
         self.operation = operation
         self.vendor = vendor
+        self.namespace = namespace
         var error: UnsafeMutablePointer<GError>?
         let flags = GDBusConnectionFlags(
             rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
@@ -408,6 +432,17 @@ private final class SecretServiceCall {
         let none = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
         defer { g_hash_table_unref(none) }
         return try search(none)
+    }
+
+    /// Every item of this call's namespace, any vendor; outside a namespace
+    /// also those with no namespace attribute at all (written before it existed).
+    func namespaceItems() throws(StoreUnavailable) -> [FoundItem] {
+        try everyItem().filter { item in
+            guard let table = secret_item_get_attributes(item.pointer) else { return false }
+            defer { g_hash_table_unref(table) }
+            guard let value = g_hash_table_lookup(table, SecretServiceMirror.namespaceAttribute) else { return namespace.isEmpty }
+            return String(cString: value.assumingMemoryBound(to: CChar.self)) == namespace
+        }
     }
 
     /// The label of `item`, as keyring managers show it.

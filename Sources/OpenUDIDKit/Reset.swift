@@ -1,0 +1,132 @@
+import FoundationEssentials
+import Glibc
+
+extension OpenUDID {
+    /// What a user reset did (`resetEverywhere(namespace:environment:)`).
+    public struct Reset: Sendable {
+        /// The new reset generation: every record of an older one is superseded.
+        public let generation: Int64
+        /// The files removed: file slots, local caches holding an identifier,
+        /// file mirrors, and their quarantined copies.
+        public let files: [String]
+        /// The Secret Service items removed, by label.
+        public let keyringItems: [String]
+        /// What could not be looked at or removed. The reset still holds: a copy
+        /// left behind belongs to an older generation and is superseded and
+        /// overwritten by the next app that reads it.
+        public let problems: [String]
+    }
+
+    /// Resets the shared identifier for the user: every participating app, running
+    /// or not, moves to a new identifier and never back to the old one.
+    ///
+    /// It removes every copy of the identifier it can reach (the file slots, each
+    /// app's local cache, the vendors' mirrors in files and in the Secret Service)
+    /// and then writes the next reset generation to `<data>/openudid/reset`. Every
+    /// record of an older generation is *superseded* from then on (docs/PROTOCOL.md
+    /// §9): running apps notice the marker within a second and move to a new
+    /// identifier, which the first of them generates; an app that was not running
+    /// does so on its next start; a copy this call could not remove (a locked
+    /// keyring) casts no ballot and is overwritten when next read. Opt-outs and
+    /// consent are choices, not copies, and stay as they are.
+    ///
+    /// Undoing a user-wide opt-out (`optInEverywhere(environment:)`) brings back the
+    /// previous identifier; a reset is how a user asks for a new one.
+    ///
+    /// - Parameters:
+    ///   - namespace: The namespace to reset, or `nil` for real use.
+    ///   - environment: Where to find the data directory and the session bus.
+    /// - Returns: The new generation, what was removed, and what could not be.
+    /// - Throws: `OpenUDIDError` when there is no home directory, the namespace is
+    ///   invalid, or the reset marker cannot be written (then nothing is reset:
+    ///   the removed copies come back from the running apps that hold them).
+    public static func resetEverywhere(
+        namespace: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(OpenUDIDError) -> Reset {
+        let paths: StoragePaths
+        do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
+        let fs = FileSystem.system
+        var problems: [String] = []
+        let marker = ResetMarker(paths: paths, fileSystem: fs)
+        var highest: Int64 = 0
+        switch marker.read() {
+        case .success(let generation):
+            highest = generation
+        case .failure(let problem) where problem.kind == .corrupt:
+            // Its bytes are kept aside; the generations of the records below still count.
+            do { try marker.quarantine() } catch { throw OpenUDIDError(error) }
+        case .failure(let problem):
+            throw OpenUDIDError(problem)
+        }
+
+        // Every copy of the identifier in files. Opted-out local caches are the
+        // user's choice for that app, not a copy: they stay.
+        var files: [String] = []
+        for directory in [paths.slotsDirectory, paths.vendorsDirectory] {
+            for name in Self.entries(of: directory, fs: fs, problems: &problems) where Self.isRecordFile(name) {
+                files.append(directory + "/" + name)
+            }
+        }
+        let cacheName = paths.localCacheName
+        for entry in Self.entries(of: paths.dataHome, fs: fs, problems: &problems) where AppIdentity.isValid(entry) {
+            let directory = paths.dataHome + "/" + entry
+            var info = Glibc.stat()
+            guard fs.lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            for name in Self.entries(of: directory, fs: fs, problems: &problems)
+            where name == cacheName || name.hasPrefix(cacheName + ".corrupt-") {
+                files.append(directory + "/" + name)
+            }
+        }
+        var removable: [String] = []
+        for file in files.sorted() {
+            guard case .found(let bytes) = AtomicFile.read(file, below: paths.dataHome, fileSystem: fs),
+                let record = try? SlotRecord.parse(bytes)
+            else {
+                removable.append(file)
+                continue
+            }
+            highest = max(highest, record.generation)
+            let isOptOutChoice =
+                record.optOut && !file.hasPrefix(paths.slotsDirectory + "/") && !file.hasPrefix(paths.vendorsDirectory + "/")
+            if !isOptOutChoice { removable.append(file) }
+        }
+
+        // The mirror in the Secret Service, if one is on the bus.
+        var keyringItems: [String] = []
+        if case .success(let address) = SessionBus.address(in: environment),
+            SecretServiceMirror.isAvailable(busAddress: address)
+        {
+            do throws(StoreUnavailable) {
+                let removed = try SecretServiceMirror(busAddress: address, namespace: paths.namespace).removeEveryVendorItem()
+                for item in removed {
+                    keyringItems.append(item.label)
+                    if let record = try? SlotRecord.parse(item.secret) { highest = max(highest, record.generation) }
+                }
+            } catch {
+                problems.append("the Secret Service: \(error.message); its items are superseded and overwritten when next read")
+            }
+        }
+
+        var removed: [String] = []
+        for file in removable {
+            if fs.unlink(file) == 0 || errno == ENOENT {
+                removed.append(file)
+            } else {
+                problems.append("\(file): \(POSIX.message(errno))")
+            }
+        }
+
+        // Last, so that an app resolving meanwhile and writing its old value back
+        // hears of the reset after its write, and replaces it.
+        let (next, overflow) = highest.addingReportingOverflow(1)
+        guard !overflow else { throw OpenUDIDError(.storeUnavailable, "the reset generation \(highest) cannot be raised further") }
+        do { try marker.write(next) } catch { throw OpenUDIDError(error) }
+        return Reset(generation: next, files: removed, keyringItems: keyringItems, problems: problems)
+    }
+
+    /// Whether `name`, in the slots or vendors directory, is a record file the
+    /// library writes: `<id>.json`, its quarantined copies, or a temporary file.
+    private static func isRecordFile(_ name: String) -> Bool {
+        name.hasSuffix(".json") || name.contains(".json.corrupt-") || name.hasPrefix(".openudid-tmp-")
+    }
+}
