@@ -311,6 +311,27 @@ enum QuickLab {
         }
     }
 
+    @Test func theUsersResetGivesEveryOpenUDIDColumnOneNewIdentifierAndMovesNothingElse() throws {
+        let lab = try QuickLab.get()
+        let columns = ["selection", "selection-file", "vendor-mirror"]
+        for column in columns {
+            // The running apps follow the reset and agree on one new identifier.
+            #expect(lab.distinct("user-resets", "openudid-reset", column) == 1, "\(column)")
+            for app in groupOne {
+                let before = try #require(lab.look("user-resets", "limit-tracking", column, app))
+                let after = try #require(lab.look("user-resets", "openudid-reset", column, app))
+                #expect(after.outcome == "new", "\(column) \(app)")
+                #expect(after.identifier != before.identifier)
+            }
+        }
+        for app in groupOne {
+            #expect(lab.look("user-resets", "openudid-reset", "advertising-id", app)?.outcome == "zero", "tracking stays limited")
+            #expect(lab.look("user-resets", "openudid-reset", "hardware-id", app)?.outcome == "same")
+            // The user's opt-out reaches an app that keeps no files as well.
+            #expect(lab.look("user-resets", "opt-out-all", "selection", app)?.outcome == "zero")
+        }
+    }
+
     @Test func thePushTokenIsUnavailableOffline() throws {
         let lab = try QuickLab.get()
         let looks = lab.looks(in: "push-token").filter { $0.look.outcome != "zero" }

@@ -39,8 +39,9 @@ extension Engine {
             selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
         }
         var gathered = Gathered()
+        // The user's reset applies to every app, those that keep no files too.
+        gatherResetGeneration(into: &gathered)
         if configuration.usesFiles {
-            gatherResetGeneration(into: &gathered)
             gatherFileSlots(into: &gathered, now: now)
             gatherLocalCache(into: &gathered, now: now)
         } else {

@@ -87,9 +87,10 @@ extension Engine {
         }
     }
 
+    /// The app's own opt-out (kept in its local cache, so only with files), or
+    /// the user's for every app, which an app that keeps no files follows too.
     private func currentOptOut(_ gathered: Gathered) -> OptOut? {
-        guard configuration.usesFiles else { return nil }
-        if case .optedOut = gathered.local { return .app }
+        if configuration.usesFiles, case .optedOut = gathered.local { return .app }
         if userOptedOut { return .user }
         return nil
     }

@@ -52,10 +52,10 @@ extension Engine {
         let record = SlotRecord(
             id: .optedOut, app: app.id, vendor: app.vendor, born: milliseconds, written: milliseconds, optOut: true,
             generation: gathered.resetGeneration)
-        let repair = repair(fileSlot, current: gathered.ownFileSlot, record: record, now: now)
+        let repairs = configuration.usesFiles ? [repair(fileSlot, current: gathered.ownFileSlot, record: record, now: now)] : []
         return Report(
             app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,
-            rejected: gathered.rejected, repairs: [repair], mirrorStore: gathered.mirrorName,
+            rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
             mirrorRecord: gathered.mirrorRecord, slot: slot,
             environment: SessionEnvironment.notes(configuration, sources: gathered.sources), generation: gathered.resetGeneration)
     }

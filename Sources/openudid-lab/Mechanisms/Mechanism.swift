@@ -75,7 +75,7 @@ enum MechanismKind: String, Sendable, CaseIterable {
         case .pushToken:
             "SHA-256 of the endpoint a UnifiedPush distributor on the session bus would hand out; offline there is none, so the cell says *unavailable* rather than inventing a value"
         case .selection:
-            "`openudid serve --no-files --mirror none`: the X selections alone, held by the serve process of each running app; nothing on disk, not even an opt-out"
+            "`openudid serve --no-files --mirror none`: the X selections alone, held by the serve process of each running app; nothing of its own on disk, though it follows the user's opt-out and reset"
         case .selectionAndFile:
             "`openudid serve --mirror none`: the selections plus each app's file slot and local cache"
         case .vendorMirror:
@@ -147,12 +147,20 @@ protocol Mechanism: AnyObject, Sendable {
     func remove(_ app: LabApp, at site: Site) throws(LabError)
     /// The app, which has quit, opts out (or back in).
     func setOptedOut(_ optedOut: Bool, app: LabApp, at site: Site) throws(LabError)
+    /// The user resets the column's shared identifier; a column that has no such
+    /// switch leaves this alone.
+    func resetByUser(at site: Site) throws(LabError)
     /// Waits until the running apps have nothing more to say about the last change.
     func settle()
     /// What the running app sees now.
     func observe(_ app: LabApp, at site: Site) throws(LabError) -> String
     /// Stops whatever still runs.
     func shutDown()
+}
+
+extension Mechanism {
+    /// Most identifiers have no reset the user can reach.
+    func resetByUser(at site: Site) throws(LabError) {}
 }
 
 /// The identifier an opted-out app reports in the lab's own columns.

@@ -65,6 +65,11 @@ final class ToolMechanism: Mechanism {
         try run(["opt-out", "--app", app.id] + (optedOut ? [] : ["--undo"]), at: site)
     }
 
+    /// `openudid reset` in this column's namespace; the running apps hear it.
+    func resetByUser(at site: Site) throws(LabError) {
+        try run(["reset"], at: site, options: ["--namespace", namespace])
+    }
+
     func settle() {
         let began = Date()
         while Date().timeIntervalSince(began) < 5 {

@@ -186,6 +186,10 @@ final class Runner: @unchecked Sendable {
                     here.resetAdvertisingIdentifier()
                 case .limitAdTracking(let limited):
                     try here.limitAdTracking(limited)
+                case .resetOpenUDID:
+                    let location = try site(.here, for: LabApp.notes)
+                    try everyColumn(columns, context) { column throws(LabError) in try column.resetByUser(at: location) }
+                    processCount += toolColumns
                 case .optOutEverywhere(let optedOut):
                     guard running.isEmpty else {
                         throw LabError("\(context): every app must quit before the user changes the choice for all of them")

@@ -134,12 +134,15 @@ enum Catalogue {
         Scenario(
             key: "user-resets", title: "The user resets",
             purpose:
-                "what the user can do about each identifier: reset the advertising identifier, limit ad tracking, opt out of OpenUDID for every app",
+                "what the user can do about each identifier: reset the advertising identifier, limit ad tracking, reset OpenUDID's identifier, opt out of OpenUDID for every app",
             steps: [
                 Step(key: "apps-start", label: "start", title: "notes, photos and chess start", actions: [.start(one)]),
                 Step(
                     key: "ad-reset", label: "ad reset", title: "the user resets the advertising identifier", actions: [.resetAdvertisingID]),
                 Step(key: "limit-tracking", label: "limit", title: "the user limits ad tracking", actions: [.limitAdTracking()]),
+                Step(
+                    key: "openudid-reset", label: "reset", title: "the user resets the OpenUDID identifier (apps keep running)",
+                    actions: [.resetOpenUDID]),
                 Step(
                     key: "opt-out-all", label: "opt out", title: "the user opts out of OpenUDID for every app (apps restart)",
                     actions: [.stop(one), .optOutEverywhere(), .start(one)])

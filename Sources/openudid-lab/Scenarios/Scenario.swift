@@ -50,6 +50,8 @@ enum Action: Sendable {
     case resetAdvertisingID
     /// The user limits ad tracking (or, with `false`, allows it again) in the system's settings.
     case limitAdTracking(Bool = true)
+    /// The user resets OpenUDID's shared identifier (`openudid reset`) while the apps run.
+    case resetOpenUDID
     /// The user opts out of OpenUDID for every app (`openudid opt-out --all`; or,
     /// with `false`, back in). Apps read the choice when they start, so none may run.
     case optOutEverywhere(Bool = true)
@@ -57,7 +59,8 @@ enum Action: Sendable {
     /// Whether the action happens to the machine once rather than to each mechanism's apps.
     var isMachineWide: Bool {
         switch self {
-        case .restartXServer, .resetDevice, .eraseContent, .resetAdvertisingID, .limitAdTracking, .optOutEverywhere: true
+        case .restartXServer, .resetDevice, .eraseContent, .resetAdvertisingID, .limitAdTracking, .resetOpenUDID, .optOutEverywhere:
+            true
         case .start, .stop, .remove, .optOut: false
         }
     }
@@ -83,6 +86,7 @@ enum Action: Sendable {
         case .resetAdvertisingID: return "reset the advertising identifier"
         case .limitAdTracking(true): return "limit ad tracking"
         case .limitAdTracking(false): return "allow ad tracking again"
+        case .resetOpenUDID: return "reset the OpenUDID identifier for every app (openudid reset)"
         case .optOutEverywhere(true): return "opt the user out for every app (openudid opt-out --all)"
         case .optOutEverywhere(false): return "opt the user back in (openudid opt-out --all --undo)"
         }
