@@ -309,6 +309,19 @@ int openudid_opt_in_everywhere(void);
 /* 1 when the user opted out for every app, 0 when not. */
 int openudid_is_opted_out_everywhere(void);
 
+/* Resets the shared identifier for the user: every participating app moves
+ * to a new identifier and never back to the old one (docs/PROTOCOL.md §9).
+ * Removes every copy of it in namespace `ns` (NULL: real use) -- file slots,
+ * local caches, file mirrors, Secret Service items -- and raises the reset
+ * generation, which it stores in *generation unless that is NULL. Running
+ * apps follow within a second, the others on their next start. A copy that
+ * could not be removed (a locked keyring) is superseded and overwritten when
+ * next read: the call still succeeds, and openudid_last_error() names what
+ * was left. Opt-outs and consent stay.
+ * Errors: OPENUDID_ENAMESPACE, OPENUDID_ENOHOME, OPENUDID_ESTORE (the reset
+ * marker cannot be written: nothing was reset). */
+int openudid_reset_everywhere(const char *ns, long long *generation);
+
 /* Deletes what uninstalling `app` with its data would: its file slot and its
  * local cache. Nothing of other apps, and nothing of the vendor mirror, is
  * touched; stopping the app's process is the caller's business.

@@ -12,7 +12,9 @@ import XTextWindow
 /// ExampleApp(id: "com.acme.notes", name: "Acme Notes", accent: 0x1F6FEB).run()
 /// ```
 ///
-/// The app takes part in the session through `OpenUDID.participate()`, prints
+/// The app opens its window at once and takes part in the session through the
+/// async `OpenUDID.participate()`, so a slow keyring never holds the window
+/// blank or its keys unanswered. It prints
 /// the identifier on standard output whenever it changes (for scripts and
 /// tests), and redraws on every change and twice a second, so that votes cast
 /// by apps that come and go show up too. The `o` key, a click, or SIGUSR1
@@ -72,7 +74,7 @@ public struct ExampleApp: Sendable {
             Self.fail("\(command): \(error.description)", status: 1)
         }
 
-        let controller = Controller(udid: udid, participation: udid.participate(), window: window, page: page, quit: inbox.quit)
+        let controller = Controller(udid: udid, window: window, page: page, quit: inbox.quit)
         inbox.whenToggled { controller.requestToggle() }
         let sources = controller.start()
         withExtendedLifetime(sources) { inbox.quit.wait() }
@@ -138,21 +140,22 @@ private final class SignalInbox: Sendable {
 /// runs on `queue`, one at a time, so a key press and a signal never race.
 private final class Controller: Sendable {
     private let udid: OpenUDID
-    private let participation: Participation
+    /// Nil until the first resolution is done; the window shows a placeholder until then.
+    private let participation = Mutex<Participation?>(nil)
     private let window: TextWindow
     private let page: StatusPage
     private let queue = DispatchQueue(label: "ExampleKit.Controller")
     private let quit: DispatchSemaphore
     /// Whether this app is opted out, as the user last chose.
-    private let optedOut: Mutex<Bool>
+    private let optedOut = Mutex(false)
+    /// Set when the app quits before its participation began.
+    private let stopped = Mutex(false)
 
-    init(udid: OpenUDID, participation: Participation, window: TextWindow, page: StatusPage, quit: DispatchSemaphore) {
+    init(udid: OpenUDID, window: TextWindow, page: StatusPage, quit: DispatchSemaphore) {
         self.quit = quit
         self.udid = udid
-        self.participation = participation
         self.window = window
         self.page = page
-        self.optedOut = Mutex(participation.report.optOut == .app)
     }
 
     /// Starts following changes, window events and the clock; the caller
@@ -165,17 +168,29 @@ private final class Controller: Sendable {
         timer.setEventHandler { [self] in render() }
         timer.resume()
 
-        let participation = participation
         // Detached: the main thread is about to block until the app quits.
         Task.detached { [self] in
+            // The first resolution runs on a thread of the library's; the window is
+            // up and answers keys meanwhile.
+            let participation = await udid.participate()
+            let quitAlready = stopped.withLock { quitting in
+                if !quitting { self.participation.withLock { $0 = participation } }
+                return quitting
+            }
+            if quitAlready {
+                participation.stop()
+                return
+            }
+            optedOut.withLock { $0 = participation.report.optOut == .app }
             for await change in participation.changes {
                 ExampleApp.write(change.identifier.hex + "\n", to: .standardOutput)
                 queue.async { self.render() }
                 // A resolution is reported as it was before the app wrote its own
                 // copies; one more, a moment later, shows the app's own ballot too.
-                queue.asyncAfter(deadline: .now() + .milliseconds(300)) {
-                    self.participation.refresh()
-                    self.render()
+                Task { [self] in
+                    try? await Task.sleep(for: .milliseconds(300))
+                    await participation.refresh()
+                    queue.async { self.render() }
                 }
             }
         }
@@ -206,17 +221,27 @@ private final class Controller: Sendable {
     }
 
     func shutDown() {
-        participation.stop()
+        let participation = stopped.withLock { quitting in
+            quitting = true
+            return self.participation.withLock { $0 }
+        }
+        participation?.stop()
         window.close()
     }
 
     /// On `queue` only.
     private func render() {
+        guard let participation = participation.withLock({ $0 }) else {
+            window.setLines(page.placeholder())
+            return
+        }
         window.setLines(page.lines(for: participation.report, slot: participation.slot))
     }
 
     /// On `queue` only.
     private func toggleOptOut() {
+        // Before the first resolution there is nothing to toggle yet.
+        guard let participation = participation.withLock({ $0 }) else { return }
         let wasOut = optedOut.withLock { $0 }
         do {
             if wasOut { try udid.optIn() } else { try udid.optOut() }

@@ -34,11 +34,32 @@ extension OpenUDID {
     /// - Returns: The report, as the synchronous `resolve(refresh:)` gives it.
     public func resolve(refresh: Bool = false) async -> Report {
         if !refresh, let report = cachedReport { return report }
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                let report: Report = self.resolve(refresh: refresh)
-                continuation.resume(returning: report)
-            }
-        }
+        return await offThread { self.resolve(refresh: refresh) }
+    }
+
+    /// Takes part in the session (see the synchronous `participate()`),
+    /// without blocking the caller's thread for the first resolution.
+    ///
+    /// A window can open at once and show the identifier when this returns.
+    ///
+    /// - Returns: The participation, its first resolution done.
+    public func participate() async -> Participation {
+        await offThread { self.participate() }
+    }
+}
+
+extension Participation {
+    /// Resolves again now and publishes the result (see the synchronous
+    /// `refresh()`), without blocking the caller's thread.
+    public func refresh() async {
+        await offThread { self.refresh() }
+    }
+}
+
+/// Runs `work` on a thread of the library's and returns its result, leaving
+/// the caller's thread free meanwhile.
+private func offThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: work()) }
     }
 }

@@ -26,6 +26,24 @@ public func openudid_is_opted_out_everywhere() -> Int32 {
     OpenUDID.isOptedOutEverywhere() ? 1 : 0
 }
 
+/// `openudid_reset_everywhere`: gives every app a new identifier.
+@c @implementation
+public func openudid_reset_everywhere(_ ns: UnsafePointer<CChar>?, _ generation: UnsafeMutablePointer<CLongLong>?) -> Int32 {
+    var left: [String] = []
+    let code = status { () throws(CallFailure) in
+        let namespace = try text(ns, "ns", of: "openudid_reset_everywhere")
+        do throws(OpenUDIDError) {
+            let reset = try OpenUDID.resetEverywhere(namespace: namespace)
+            generation?.pointee = CLongLong(reset.generation)
+            left = reset.problems
+        } catch {
+            throw CallFailure(error)
+        }
+    }
+    if code == 0, !left.isEmpty { LastError.set("openudid_reset_everywhere: left in place: " + left.joined(separator: "; ")) }
+    return code
+}
+
 /// `openudid_remove_app`: deletes the app's file slot and local cache.
 @c @implementation
 public func openudid_remove_app(_ app: UnsafePointer<CChar>?) -> Int32 {

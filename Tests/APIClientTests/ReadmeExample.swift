@@ -6,10 +6,10 @@ import OpenUDIDKit
 // swift-format-ignore
 func readmeExample() async throws {
     let udid = try OpenUDID(app: "com.acme.notes")
-    print(await udid.value())                // 40 hex digits, shared by every app
-    print(await udid.appScopedValue())       // a UUID for this app alone
+    print(await udid.value())                      // 40 hex digits, shared by every app
+    print(await udid.appScopedValue())             // a UUID for this app alone
 
-    let participation = udid.participate()   // serve a slot, follow the others
+    let participation = await udid.participate()   // serve a slot, follow the others
     for await change in participation.changes {
         print("now", change.identifier, "from", change.report.document.origin.rawValue)
     }

@@ -71,6 +71,7 @@ import Testing
         "openudid_remove_app(app \"x\")": (eapp, ["\"x\" is not a valid app id"]),
         "openudid_remove_app_in(app NULL)": (einval, ["app is NULL"]),
         "openudid_remove_app_in(ns \"bad ns!\")": (enamespace, ["not a valid namespace"]),
+        "openudid_reset_everywhere(ns \"bad ns!\")": (enamespace, ["not a valid namespace"]),
         "openudid_strerror(12345)": ("0", ["unknown error"]),
         "openudid_strerror(OPENUDID_OK)": ("0", ["success"]),
         "openudid_strerror(-1)": ("0", ["invalid argument"]),
@@ -89,10 +90,12 @@ import Testing
         "openudid_opt_in_everywhere(no home)": (enohome, ["HOME is not set"]),
         "openudid_remove_app(no home)": (enohome, ["HOME is not set"]),
         "openudid_remove_app_in(no home)": (enohome, ["HOME is not set"]),
+        "openudid_reset_everywhere(no home)": (enohome, ["HOME is not set"]),
         "openudid_is_opted_out_everywhere(no home)": ("0", ["0"]),
         "openudid_open_with(no store)": ("0", []),
         "openudid_opt_out(no store)": (estore, ["cannot write", "not a directory"]),
-        "openudid_opt_out_everywhere(no store)": (estore, ["cannot write", "not a directory"])
+        "openudid_opt_out_everywhere(no store)": (estore, ["cannot write", "not a directory"]),
+        "openudid_reset_everywhere(no store)": (estore, ["not a directory"])
     ]
 
     /// Runs bad-input in `mode` with `environment` and returns its lines as call -> (code, message).
@@ -141,7 +144,7 @@ import Testing
     @Test func withoutAHomeEveryFunctionThatKeepsFilesSaysSo() throws {
         let calls = try run("no-home", environment: ["PATH": "/usr/bin:/bin"])
         check(calls)
-        #expect(calls.count == 6)
+        #expect(calls.count == 7)
     }
 
     @Test func aStoreThatCannotBeWrittenIsReportedNotHidden() throws {
@@ -155,7 +158,7 @@ import Testing
                 "XDG_DATA_HOME": file.appendingPathComponent("data").path, "XDG_CONFIG_HOME": file.appendingPathComponent("config").path
             ])
         check(calls)
-        #expect(calls.count == 3)
+        #expect(calls.count == 4)
     }
 
     @Test func everyFunctionOfTheHeaderIsFedBadInput() throws {

@@ -123,6 +123,12 @@ import Testing
             print(openudid.is_opted_out_everywhere(), openudid.OpenUDID("org.example.other", namespace=ns, selections=False).value())
             openudid.opt_in_everywhere()
             print(openudid.is_opted_out_everywhere(), openudid.library_version())
+            kept = openudid.OpenUDID("org.example.python", namespace=ns, selections=False, mirror="none")
+            before = kept.value()
+            print(openudid.reset_everywhere(ns), openudid.reset_everywhere(ns))
+            fresh = openudid.OpenUDID("org.example.python", namespace=ns, selections=False, mirror="none")
+            after = fresh.value()
+            print(after != before and len(after) == 40, fresh.report()["generation"])
             """, session: session)
         #expect(result.status == 0, "\(result.standardError)")
         #expect(
@@ -131,6 +137,8 @@ import Testing
                 True
                 True \(Self.zeros)
                 False 0.1.0
+                1 2
+                True 2
 
                 """)
     }

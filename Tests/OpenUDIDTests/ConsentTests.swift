@@ -78,18 +78,18 @@ import Testing
         configuration.consent = .required
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
         #expect(!udid.hasConsent)
-        let participation = udid.participate()
+        let participation = await udid.participate()
         defer { participation.stop() }
         #expect(eventually(timeout: 10) { participation.report.optOut == .noConsent })
         #expect(participation.slot == nil)
 
         try udid.grantConsent()
-        participation.refresh()
+        await participation.refresh()
         #expect(eventually(timeout: 10) { participation.slot != nil && !participation.report.identifier.isOptedOut })
         #expect(try servedApps(session).contains("com.acme.notes"))
 
         try udid.withdrawConsent()
-        participation.refresh()
+        await participation.refresh()
         #expect(eventually(timeout: 10) { participation.slot == nil && participation.report.optOut == .noConsent })
         #expect(eventually(timeout: 10) { (try? servedApps(session).contains("com.acme.notes")) == false })
     }

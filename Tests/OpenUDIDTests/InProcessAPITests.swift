@@ -33,7 +33,7 @@ import XSelection
     @Test func aParticipationPublishesItsSlotAndReportsChanges() async throws {
         let session = try TestSession(display: SharedDisplay.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
-        let participation = notes.participate()
+        let participation = await notes.participate()
         defer { participation.stop() }
         let changes = SequenceReader(participation.changes)
         let first = await changes.next().element
@@ -48,12 +48,12 @@ import XSelection
 
         // Opting out is seen live: the change stream reports the zero identifier.
         try notes.optOut()
-        participation.refresh()
+        await participation.refresh()
         let optedOut = await changes.next().element
         #expect(optedOut?.identifier == .optedOut)
         #expect(participation.report.optOut == .app)
         try notes.optIn()
-        participation.refresh()
+        await participation.refresh()
         let back = await changes.next().element
         #expect(back?.identifier.hex == chess["id"] as? String)
     }
@@ -61,7 +61,7 @@ import XSelection
     @Test func anAppWhoseSlotIsTakenMovesToTheNextFreeSlot() async throws {
         let session = try TestSession(display: SharedDisplay.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
-        let participation = notes.participate()
+        let participation = await notes.participate()
         defer { participation.stop() }
         let changes = SequenceReader(participation.changes)
         #expect(await changes.next().element != nil)

@@ -97,7 +97,7 @@ import Testing
             display: session.display, namespace: session.namespace, mirror: .none, environment: session.environment)
         configuration.usesFiles = false
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
-        let participation = udid.participate()
+        let participation = await udid.participate()
         defer { participation.stop() }
         #expect(eventually(timeout: 10) { participation.report.identifier.hex == shared })
         #expect(participation.report.notAwaited.count == 1, "\(participation.report.rejected)")

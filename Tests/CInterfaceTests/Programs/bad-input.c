@@ -127,6 +127,7 @@ static void arguments(void) {
     report("openudid_remove_app(app \"x\")", openudid_remove_app("x"));
     report("openudid_remove_app_in(app NULL)", openudid_remove_app_in(NULL, "ns"));
     report("openudid_remove_app_in(ns \"bad ns!\")", openudid_remove_app_in("org.example.bad", "bad ns!"));
+    report("openudid_reset_everywhere(ns \"bad ns!\")", openudid_reset_everywhere("bad ns!", NULL));
 
     /* Texts. */
     said("openudid_strerror(12345)", openudid_strerror(12345));
@@ -149,6 +150,7 @@ static void no_home(void) {
     report("openudid_opt_in_everywhere(no home)", openudid_opt_in_everywhere());
     report("openudid_remove_app(no home)", openudid_remove_app("org.example.bad"));
     report("openudid_remove_app_in(no home)", openudid_remove_app_in("org.example.bad", "ns"));
+    report("openudid_reset_everywhere(no home)", openudid_reset_everywhere(NULL, NULL));
     said("openudid_is_opted_out_everywhere(no home)", openudid_is_opted_out_everywhere() ? "1" : "0");
 }
 
@@ -163,6 +165,7 @@ static void no_store(void) {
     openudid_options_free(options);
     report("openudid_opt_out(no store)", openudid_opt_out(udid));
     report("openudid_opt_out_everywhere(no store)", openudid_opt_out_everywhere());
+    report("openudid_reset_everywhere(no store)", openudid_reset_everywhere(NULL, NULL));
     openudid_close(udid);
 }
 

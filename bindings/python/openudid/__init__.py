@@ -28,7 +28,7 @@ import threading
 
 __all__ = [
     "OpenUDID", "Error", "remove_app", "opt_out_everywhere", "opt_in_everywhere",
-    "is_opted_out_everywhere", "library_version",
+    "is_opted_out_everywhere", "reset_everywhere", "library_version",
     "MIRROR_AUTOMATIC", "MIRROR_SECRET_SERVICE", "MIRROR_FILE", "MIRROR_NONE",
     "POLICY_FOLLOW_CONSENSUS", "POLICY_KEEP_LOCAL",
 ]
@@ -112,6 +112,7 @@ def _declare(library):
         "openudid_opt_out_everywhere": (c_int, []),
         "openudid_opt_in_everywhere": (c_int, []),
         "openudid_is_opted_out_everywhere": (c_int, []),
+        "openudid_reset_everywhere": (c_int, [c_char_p, ctypes.POINTER(ctypes.c_longlong)]),
         "openudid_remove_app_in": (c_int, [c_char_p, c_char_p]),
         "openudid_free": (None, [c_void_p]),
     }
@@ -295,6 +296,15 @@ def opt_in_everywhere():
 def is_opted_out_everywhere():
     """Whether the user opted out for every app."""
     return bool(_library().openudid_is_opted_out_everywhere())
+
+
+def reset_everywhere(namespace=None):
+    """Gives every participating app a new identifier, never the old one again:
+    removes every copy of it and raises the reset generation, which it returns.
+    Opt-outs and consent stay."""
+    generation = ctypes.c_longlong(0)
+    _check(_library().openudid_reset_everywhere(_text(namespace, "namespace"), ctypes.byref(generation)))
+    return generation.value
 
 
 def library_version():
