@@ -136,7 +136,10 @@ do {
         try bench.cHostFootprint()
         bench.stopOwners()
     }
-    try section("serve") { try bench.serving() }
+    try section("serve") {
+        try bench.serving()
+        try bench.userChoices()
+    }
     try section("flood") { try bench.floods() }
     try section("converge") { try bench.convergence() }
     results = bench.results
