@@ -152,7 +152,7 @@ struct SlotsDocument: Encodable {
         let entry: Survey.Entry
 
         enum CodingKeys: String, CodingKey {
-            case kind, slot, owner, app, vendor, id, optOut, born, rejected, place
+            case kind, slot, owner, app, vendor, id, optOut, born, generation, rejected, place
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -167,6 +167,7 @@ struct SlotsDocument: Encodable {
                 try container.encode(record.id.hex, forKey: .id)
                 try container.encode(record.optOut, forKey: .optOut)
                 try container.encode(record.born, forKey: .born)
+                try container.encode(record.generation, forKey: .generation)
             case .failure(let rejection):
                 try container.encode(rejection.reason, forKey: .rejected)
                 try container.encode(rejection.place, forKey: .place)
