@@ -11,7 +11,9 @@ import Synchronization
 /// dead cannot hold up the others past the pass's deadline.
 ///
 /// The reader keeps one connection behind a lock; calls from several threads
-/// are served one after another.
+/// are served one after another. From its first pass over a selection on, that
+/// connection hears of the selection's owner changes (XFixes, one small event
+/// each), which the next pass reads and sets aside.
 public final class SelectionReader: @unchecked Sendable {
     // `core` (and the connection inside it) is only touched with `lock` held.
     private let lock = Mutex(())

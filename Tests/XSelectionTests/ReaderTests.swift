@@ -49,6 +49,23 @@ enum SharedServer {
         _ = helper
     }
 
+    @Test func aChangeOfOwnerBetweenPassesIsNotTakenForOneDuringTheNextPass() throws {
+        // The reader keeps hearing of owner changes after its first pass; the
+        // reports of changes made between passes are old news to the next one.
+        let reader = try SelectionReader(display: display)
+        let first = try SelectionOwner(display: display)
+        try first.claim("_T_READ_BETWEEN", payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("first".utf8))])
+        #expect(try reader.read("_T_READ_BETWEEN", target: "UTF8_STRING").value?.bytes == Array("first".utf8))
+        let second = try SelectionOwner(display: display)
+        try second.claim("_T_READ_BETWEEN", payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("second".utf8))])
+        first.close()
+        for _ in 0..<2 {
+            let outcome = try reader.read("_T_READ_BETWEEN", target: "UTF8_STRING")
+            #expect(outcome.value?.bytes == Array("second".utf8), "\(outcome)")
+            #expect(outcome.value?.owner.window == second.window)
+        }
+    }
+
     @Test func readsAThousandSelectionsOfOneOwnerPassAfterPass() throws {
         // An owner under load sheds a flooding client's excess requests; an
         // honest pipelined reader of many selections must never count as one.

@@ -21,6 +21,14 @@ final class ReaderCore {
     /// The first event number of XFixes, when the server has it: each pass
     /// watches its selections change owner, to tell who really answered.
     private let fixesEventBase: Int32?
+    /// The selections whose owner changes XFixes reports to this connection.
+    /// A subscription is kept from the first pass that reads the selection on:
+    /// the server finds and frees subscriptions by walking one list of every
+    /// client's, so taking them out and back in on every pass made each pass
+    /// cost the server time in proportion to every watcher's subscriptions
+    /// (with a hundred participants, most of its time). Reports that arrive
+    /// between passes are stale by their serial and ignored.
+    private var watched: Set<UInt> = []
 
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
@@ -104,9 +112,8 @@ final class ReaderCore {
         // Who answered is known only from the owner query before the
         // conversion: a selection that changes owner in between could be
         // answered by its new owner, in the old owner's name. XFixes reports
-        // every change, in order with the answers, for the length of the pass.
-        watchOwners(slots, true)
-        defer { watchOwners(slots, false) }
+        // every change, in order with the answers.
+        watchOwners(slots)
 
         // Pipeline: owner queries, then every conversion the depth allows, then
         // one flush. Each selection converts into a property named after itself
@@ -245,18 +252,16 @@ final class ReaderCore {
         return ReadProgress(answered: finishedOutcomes(slots), outstanding: outstanding, elapsed: elapsed)
     }
 
-    /// Starts or stops XFixes reporting owner changes of `slots` to this connection.
-    private func watchOwners(_ slots: [Slot], _ watch: Bool) {
+    /// Has XFixes report owner changes of `slots` to this connection, from now
+    /// until it closes.
+    private func watchOwners(_ slots: [Slot]) {
         guard fixesEventBase != nil, connection.isAlive else { return }
-        let mask =
-            watch
-            ? UInt(
-                XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask
-                    | XFixesSelectionClientCloseNotifyMask) : 0
-        for slot in slots {
+        let mask = UInt(
+            XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
+        for slot in slots where !watched.contains(slot.atom) {
             XFixesSelectSelectionInput(connection.display, window, slot.atom, mask)
+            watched.insert(slot.atom)
         }
-        if !watch { connection.flush() }
     }
 
     // MARK: Events
