@@ -98,7 +98,16 @@ final class ReaderCore {
         let targetAtom = atoms[unique.count]
         // A real timestamp lets us tell this pass's answers from late answers to
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
-        let time = try connection.serverTime(window: clockWindow)
+        // A server that cannot give one within the pass's deadline (it is
+        // grabbed, or far behind) leaves every selection timed out: an outcome,
+        // not a broken connection.
+        let time: UInt
+        do throws(XSelectionError) {
+            time = try connection.serverTime(window: clockWindow, deadline: max(options.deadline, .milliseconds(1)))
+        } catch {
+            guard error.kind == .timedOut else { throw error }
+            return Dictionary(uniqueKeysWithValues: unique.map { ($0, ReadOutcome.timedOut(owner: nil)) })
+        }
 
         let cap = max(options.maxBytes, 0)
         var slots = zip(unique, atoms).enumerated().map { index, pair in
@@ -134,7 +143,15 @@ final class ReaderCore {
         }
         issueUpToDepth()
         connection.flush()
-        let owners = try connection.collectOwners(ownerCookies, deadline: deadline)
+        let owners: [SelectionHolder?]
+        do throws(XSelectionError) {
+            owners = try connection.collectOwners(ownerCookies, deadline: deadline)
+        } catch {
+            guard error.kind == .timedOut else { throw error }
+            // Likewise when the owners are not known by the deadline. Answers
+            // still to come carry this pass's time, which later passes ignore.
+            return Dictionary(uniqueKeysWithValues: unique.map { ($0, ReadOutcome.timedOut(owner: nil)) })
+        }
         for index in slots.indices { slots[index].owner = owners[index] }
 
         while !active.isEmpty {
