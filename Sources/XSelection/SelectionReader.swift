@@ -49,6 +49,17 @@ public final class SelectionReader: @unchecked Sendable {
         public var settled: (@Sendable (ReadProgress) -> Bool)?
         /// The least time a pass waits for answers before it asks `settled`.
         public var settlePatience: Duration
+        /// Whether a value this reader read in an earlier pass, with the same
+        /// target, is given again without asking its owner while XFixes has
+        /// reported no change of the selection's owner since, and this pass's
+        /// owner query names the same owner. False (the default) asks every owner.
+        ///
+        /// It suits owners that claim their selection again whenever what they
+        /// serve changes, as OpenUDID participants must: a pass then costs the
+        /// owners whose selection changed, not every owner. An owner that
+        /// changes its answer without claiming again keeps being heard with its
+        /// old one. Without XFixes every owner is asked.
+        public var reusesUnchangedValues = false
 
         /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap, a
         /// fully pipelined pass, and no early end.
