@@ -327,31 +327,29 @@ final class ParticipationCore: @unchecked Sendable {
         guard let owner else { return }
         if let published, published.id == record.id, published.optOut == record.optOut, slot != nil { return }
         let payloads = SelectionSlots.payloads(for: record)
-        var candidates: [Int]
-        if let slot {
-            candidates = [slot]
-        } else {
-            candidates = []
-        }
-        if let free = try? engine.freeSlots() {
-            candidates += free.filter { $0 != slot }
-        } else {
-            candidates += (0..<slots.count).filter { $0 != slot }
-        }
-        for index in candidates {
-            do throws(XSelectionError) {
-                if case .claimed = try owner.claim(slots.name(index), payloads: payloads, mode: .ifFree) {
-                    if let slot, slot != index { try? owner.release(slots.name(slot)) }
-                    slot = index
-                    published = record
-                    return
-                }
-            } catch {
-                connectionLost()
+        do throws(XSelectionError) {
+            if let slot, case .claimed = try owner.claim(slots.name(slot), payloads: payloads, mode: .ifFree) {
+                published = record
                 return
             }
+            // Found and claimed under one server grab, which costs the same
+            // whether slot 0 is free or slot 99: trying slot after slot costs a
+            // grab and a timestamp each, seconds for a hundred on a busy server.
+            let others = slots.names.filter { $0 != slot.map(slots.name) }
+            if let claimed = try owner.claimFirstFree(of: others, payloads: payloads),
+                let index = slots.index(of: claimed.selection)
+            {
+                if let slot { try? owner.release(slots.name(slot)) }
+                slot = index
+                published = record
+                return
+            }
+        } catch {
+            connectionLost()
+            return
         }
-        // Every slot is taken: the app still resolves, it just is not seen.
+        // Every slot is taken: the app still resolves, it just is not seen
+        // until XFixes reports a slot given up and it resolves again.
         slot = nil
         published = nil
     }

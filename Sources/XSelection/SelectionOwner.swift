@@ -128,6 +128,33 @@ public final class SelectionOwner: Sendable {
         try perform { core throws(XSelectionError) in try core.claim(selection, payloads: payloads, mode: mode) }
     }
 
+    /// A selection taken by `claimFirstFree(of:payloads:)`.
+    public struct FirstFreeClaim: Sendable, Equatable {
+        /// The selection now owned.
+        public let selection: SelectionName
+        /// The server time the ownership began.
+        public let since: XTimestamp
+    }
+
+    /// Claims the first of `selections` that no window owns, and serves `payloads` for it.
+    ///
+    /// All the owners are looked up and the claim made and checked under one
+    /// server grab, with the lookups pipelined: it costs the same few round
+    /// trips whether the first selection is free or the last, and no other
+    /// client can claim in between. A selection this owner already holds counts
+    /// as owned.
+    ///
+    /// - Parameters:
+    ///   - selections: The selections to try, in order of preference.
+    ///   - payloads: The targets to serve, each with its type and bytes.
+    /// - Returns: The selection claimed and since when, or nil when every one is owned (nothing changed).
+    /// - Throws: `XSelectionError` if the connection is lost or the server does not answer.
+    public func claimFirstFree(of selections: [SelectionName], payloads: [SelectionPayload]) throws(XSelectionError)
+        -> FirstFreeClaim?
+    {
+        try perform { core throws(XSelectionError) in try core.claimFirstFree(selections, payloads: payloads) }
+    }
+
     /// Replaces what `selection` serves; the next request gets the new payloads.
     ///
     /// - Throws: `XSelectionError` if the connection is lost.

@@ -11,7 +11,9 @@ import Synchronization
 /// dead cannot hold up the others past the pass's deadline.
 ///
 /// The reader keeps one connection behind a lock; calls from several threads
-/// are served one after another.
+/// are served one after another. From its first pass over a selection on, that
+/// connection hears of the selection's owner changes (XFixes, one small event
+/// each), which the next pass reads and sets aside.
 public final class SelectionReader: @unchecked Sendable {
     // `core` (and the connection inside it) is only touched with `lock` held.
     private let lock = Mutex(())
@@ -47,6 +49,17 @@ public final class SelectionReader: @unchecked Sendable {
         public var settled: (@Sendable (ReadProgress) -> Bool)?
         /// The least time a pass waits for answers before it asks `settled`.
         public var settlePatience: Duration
+        /// Whether a value this reader read in an earlier pass, with the same
+        /// target, is given again without asking its owner while XFixes has
+        /// reported no change of the selection's owner since, and this pass's
+        /// owner query names the same owner. False (the default) asks every owner.
+        ///
+        /// It suits owners that claim their selection again whenever what they
+        /// serve changes, as OpenUDID participants must: a pass then costs the
+        /// owners whose selection changed, not every owner. An owner that
+        /// changes its answer without claiming again keeps being heard with its
+        /// old one. Without XFixes every owner is asked.
+        public var reusesUnchangedValues = false
 
         /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap, a
         /// fully pipelined pass, and no early end.

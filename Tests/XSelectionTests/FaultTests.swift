@@ -17,6 +17,23 @@ import Testing
         ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
     }
 
+    @Test func aPassWhileAnotherClientHoldsTheServerEndsTimedOutAndTheReaderGoesOn() throws {
+        let server = try PrivateXServer()
+        let owner = try SelectionOwner(display: server.display)
+        try owner.claim("_T_FAULT_GRAB", payloads: [text("served")])
+        let reader = try SelectionReader(display: server.display)
+        #expect(try reader.read("_T_FAULT_GRAB", target: "UTF8_STRING").value?.bytes == Array("served".utf8))
+
+        // Held longer than the pass's deadline, and than the 2 s a timestamp was once given.
+        let grabber = try startSelectionHelper(display: server.display, ["grab", "--seconds", "4"])
+        let during = try reader.read("_T_FAULT_GRAB", target: "UTF8_STRING", options: .init(deadline: .milliseconds(300)))
+        #expect(during == .timedOut(owner: nil))
+
+        #expect(grabber.wait(timeout: 20) == 0)
+        let after = try reader.read("_T_FAULT_GRAB", target: "UTF8_STRING", options: .init(deadline: .seconds(5)))
+        #expect(after.value?.bytes == Array("served".utf8), "\(after)")
+    }
+
     @Test func aServerCrashIsReportedByEveryObjectAndTheProcessLivesOn() async throws {
         let server = try PrivateXServer()
         let owner = try SelectionOwner(display: server.display)

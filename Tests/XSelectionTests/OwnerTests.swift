@@ -74,6 +74,25 @@ import Testing
         _ = helper
     }
 
+    @Test func claimFirstFreeTakesTheFirstSelectionNobodyOwnsAndLeavesTheOthersAlone() throws {
+        let names = (0..<5).map { SelectionName("_T_OWNER_FIRST_FREE_\($0)") }
+        let theirs = try SelectionOwner(display: display)
+        for index in [0, 1, 3] { try theirs.claim(names[index], payloads: [text("theirs")]) }
+        let mine = try SelectionOwner(display: display)
+        #expect(try mine.claimFirstFree(of: names, payloads: [text("mine")])?.selection == names[2])
+        // A selection it holds itself counts as owned too.
+        #expect(try mine.claimFirstFree(of: names, payloads: [text("mine")])?.selection == names[4])
+        #expect(try mine.claimFirstFree(of: names, payloads: [text("mine")]) == nil)
+
+        let reader = try SelectionReader(display: display)
+        let outcomes = try reader.read(names, target: "UTF8_STRING")
+        let served = names.map { name in outcomes[name]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } ?? "nothing" }
+        #expect(served == ["theirs", "theirs", "mine", "theirs", "mine"])
+        #expect(outcomes[names[2]]?.value?.owner.window == mine.window)
+        #expect(try mine.heldSelections().sorted() == [names[2], names[4]])
+        #expect(try theirs.heldSelections().sorted() == [names[0], names[1], names[3]])
+    }
+
     @Test func reportsTheLossOfASelectionWithTheNewOwner() async throws {
         let owner = try SelectionOwner(display: display)
         try owner.claim("_T_OWNER_LOST", payloads: [text("first")])

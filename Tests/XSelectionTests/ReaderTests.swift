@@ -49,6 +49,47 @@ enum SharedServer {
         _ = helper
     }
 
+    @Test func aChangeOfOwnerBetweenPassesIsNotTakenForOneDuringTheNextPass() throws {
+        // The reader keeps hearing of owner changes after its first pass; the
+        // reports of changes made between passes are old news to the next one.
+        let reader = try SelectionReader(display: display)
+        let first = try SelectionOwner(display: display)
+        try first.claim("_T_READ_BETWEEN", payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("first".utf8))])
+        #expect(try reader.read("_T_READ_BETWEEN", target: "UTF8_STRING").value?.bytes == Array("first".utf8))
+        let second = try SelectionOwner(display: display)
+        try second.claim("_T_READ_BETWEEN", payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("second".utf8))])
+        first.close()
+        for _ in 0..<2 {
+            let outcome = try reader.read("_T_READ_BETWEEN", target: "UTF8_STRING")
+            #expect(outcome.value?.bytes == Array("second".utf8), "\(outcome)")
+            #expect(outcome.value?.owner.window == second.window)
+        }
+    }
+
+    @Test func aReaderThatReusesValuesAsksAgainOnlyWhereTheOwnerClaimedAgain() throws {
+        let names: [SelectionName] = ["_T_READ_REUSE_A", "_T_READ_REUSE_B"]
+        func text(_ string: String) -> [SelectionPayload] { [SelectionPayload(target: "UTF8_STRING", bytes: Array(string.utf8))] }
+        let owner = try SelectionOwner(display: display)
+        for name in names { try owner.claim(name, payloads: text("one")) }
+        let reader = try SelectionReader(display: display)
+        var reusing = SelectionReader.Options()
+        reusing.reusesUnchangedValues = true
+        func read(_ options: SelectionReader.Options) throws -> [String] {
+            let outcomes = try reader.read(names, target: "UTF8_STRING", options: options)
+            return names.map { name in outcomes[name]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } ?? "nothing" }
+        }
+        #expect(try read(reusing) == ["one", "one"])
+
+        // New payloads without a new claim: no reader is told, so none is asked.
+        for name in names { try owner.setPayloads(text("two"), for: name) }
+        #expect(try read(reusing) == ["one", "one"])
+        // Claiming again is what tells readers (XFixes): that selection is asked again.
+        try owner.claim(names[1], payloads: text("three"))
+        #expect(try read(reusing) == ["one", "three"])
+        // A pass that does not reuse asks every owner.
+        #expect(try read(SelectionReader.Options()) == ["two", "three"])
+    }
+
     @Test func readsAThousandSelectionsOfOneOwnerPassAfterPass() throws {
         // An owner under load sheds a flooding client's excess requests; an
         // honest pipelined reader of many selections must never count as one.

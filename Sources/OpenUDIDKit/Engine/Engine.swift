@@ -127,16 +127,3 @@ final class Engine: @unchecked Sendable {
             generation: report.generation)
     }
 }
-
-extension Engine {
-    /// The slots nobody owns now, lowest first (one round trip).
-    func freeSlots() throws(XSelectionError) -> [Int] {
-        guard let display = configuration.displayName else { return [] }
-        let reader = try connectedReaderForOwners(display)
-        let owners = try reader.owners(of: slots.names)
-        return (0..<slots.count).filter { index in
-            guard let holder = owners[slots.name(index)] else { return true }
-            return holder == nil
-        }
-    }
-}

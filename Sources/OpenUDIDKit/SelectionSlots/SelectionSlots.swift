@@ -70,6 +70,10 @@ struct SelectionSlots: Sendable {
     ) throws(XSelectionError) -> [Reading] {
         let started = ContinuousClock.now
         var options = SelectionReader.Options(deadline: deadline, maxBytes: SlotRecord.maximumSize)
+        // A participant claims its slot again whenever its record changes
+        // (docs/PROTOCOL.md §2), so an answer stands until XFixes reports a
+        // change of the slot's owner: a pass asks only the slots that changed.
+        options.reusesUnchangedValues = true
         if let settled {
             options.settled = { progress in
                 settled(
@@ -81,8 +85,9 @@ struct SelectionSlots: Sendable {
         let refused = outcomes.filter { if case .refused = $0.value { return true } else { return false } }.map(\.key)
         let remaining = deadline - (ContinuousClock.now - started)
         if !refused.isEmpty, remaining > .milliseconds(10) {
-            let retry = try reader.read(
-                refused, target: "UTF8_STRING", options: .init(deadline: remaining, maxBytes: SlotRecord.maximumSize))
+            var retryOptions = SelectionReader.Options(deadline: remaining, maxBytes: SlotRecord.maximumSize)
+            retryOptions.reusesUnchangedValues = true
+            let retry = try reader.read(refused, target: "UTF8_STRING", options: retryOptions)
             outcomes.merge(retry) { _, new in new }
         }
         return readings(from: outcomes, deadline: deadline, now: now)

@@ -32,7 +32,11 @@ extension Connection {
                 next += 1
                 continue
             }
-            guard ContinuousClock.now < end else { throw .timedOut(name, "selection owner queries") }
+            guard ContinuousClock.now < end else {
+                // libxcb would keep the replies still to come until the connection closes.
+                for cookie in cookies[next...] { xcb_discard_reply(xcb, cookie) }
+                throw .timedOut(name, "selection owner queries")
+            }
             if waitReadable(until: end).x { _ = pending() }
         }
         return owners

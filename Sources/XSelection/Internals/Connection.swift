@@ -191,9 +191,13 @@ package final class Connection {
     /// Fetches a server timestamp by appending nothing to a property of `window`
     /// (which must select PropertyChangeMask) and reading the time from the
     /// resulting PropertyNotify. Other events that arrive meanwhile stay queued.
+    ///
+    /// The notice of an earlier call that timed out may still come: only one
+    /// caused by this call's own request counts.
     func serverTime(window: UInt, deadline: Duration = .seconds(2)) throws(XSelectionError) -> UInt {
         let property = try atom("_XSELECTION_TIMESTAMP")
         var nothing: UInt8 = 0
+        let request = nextRequestSerial
         XChangeProperty(display, window, property, UInt(XA_INTEGER), 8, PropModeAppend, &nothing, 0)
         XFlush(display)
         let end = ContinuousClock.now + deadline
@@ -201,7 +205,7 @@ package final class Connection {
         while true {
             try checkAlive()
             while XCheckTypedWindowEvent(display, window, PropertyNotify, &event) != 0 {
-                if event.xproperty.atom == property { return UInt(event.xproperty.time) }
+                if event.xproperty.atom == property, event.xproperty.serial >= request { return UInt(event.xproperty.time) }
             }
             if ContinuousClock.now >= end { throw .timedOut(name, "a timestamp request") }
             if waitReadable(until: end).x { _ = pending() }

@@ -390,6 +390,40 @@ final class OwnerCore {
         return .claimed(since: XTimestamp(UInt32(truncatingIfNeeded: time)))
     }
 
+    /// Claims the first of `names` that no window owns. One server timestamp,
+    /// then under one grab every owner query (pipelined: one round trip
+    /// however many there are), the claim and its check; nil when all are owned.
+    func claimFirstFree(_ names: [SelectionName], payloads: [SelectionPayload]) throws(XSelectionError)
+        -> SelectionOwner.FirstFreeClaim?
+    {
+        try connection.checkAlive()
+        guard !names.isEmpty else { return nil }
+        let selections = try connection.atoms(names.map(\.rawValue))
+        let prepared = try prepare(payloads)
+        let time = try serverTime()
+        xcb_grab_server(connection.xcb)
+        defer {
+            xcb_ungrab_server(connection.xcb)
+            catchingUp = nil // the ungrab ended that hold too
+            connection.flushRequests()
+        }
+        let cookies = selections.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0)).sequence }
+        var first: Int?
+        // Every reply is taken, even past the first free one: xcb keeps a reply
+        // nobody asks for until the connection closes.
+        for (index, cookie) in cookies.enumerated() {
+            guard let raw = try reply(to: cookie, what: "selection owner queries") else { continue }
+            let owner = UInt(raw.assumingMemoryBound(to: xcb_get_selection_owner_reply_t.self).pointee.owner)
+            free(raw)
+            if first == nil && owner == 0 { first = index }
+        }
+        guard let first else { return nil }
+        setOwner(selections[first], to: window, time: time)
+        guard try selectionOwner(selections[first]) == window else { return nil }
+        held[selections[first]] = Held(name: names[first], since: time, payloads: prepared)
+        return SelectionOwner.FirstFreeClaim(selection: names[first], since: XTimestamp(UInt32(truncatingIfNeeded: time)))
+    }
+
     func setPayloads(_ payloads: [SelectionPayload], for name: SelectionName) throws(XSelectionError) -> Bool {
         try connection.checkAlive()
         let selection = try connection.atom(name.rawValue)

@@ -21,6 +21,24 @@ final class ReaderCore {
     /// The first event number of XFixes, when the server has it: each pass
     /// watches its selections change owner, to tell who really answered.
     private let fixesEventBase: Int32?
+    /// The selections whose owner changes XFixes reports to this connection.
+    /// A subscription is kept from the first pass that reads the selection on:
+    /// the server finds and frees subscriptions by walking one list of every
+    /// client's, so taking them out and back in on every pass made each pass
+    /// cost the server time in proportion to every watcher's subscriptions
+    /// (with a hundred participants, most of its time). Reports that arrive
+    /// between passes are stale by their serial and ignored.
+    private var watched: Set<UInt> = []
+    /// Values of earlier passes, by selection and target atom, with the owner
+    /// that gave them and their type atom; a selection's are dropped as soon
+    /// as XFixes reports a change of its owner (`Options.reusesUnchangedValues`).
+    private var kept: [UInt: [UInt: Kept]] = [:]
+
+    private struct Kept {
+        var owner: SelectionHolder
+        var value: ReadOutcome
+        var type: UInt
+    }
 
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
@@ -67,6 +85,10 @@ final class ReaderCore {
         var newValueSeen = false
         /// When the outcome came, for the pass's patience before it may settle.
         var answeredAfter: Duration?
+        /// The owner of a value given again from an earlier pass; nil when asked in this one.
+        var reusedFrom: SelectionHolder?
+        /// Whether XFixes reported a change of the owner during the pass, at any point.
+        var changedInPass = false
 
         var isDone: Bool { if case .done = stage { return true } else { return false } }
     }
@@ -90,12 +112,35 @@ final class ReaderCore {
         let targetAtom = atoms[unique.count]
         // A real timestamp lets us tell this pass's answers from late answers to
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
-        let time = try connection.serverTime(window: clockWindow)
+        // A server that cannot give one within the pass's deadline (it is
+        // grabbed, or far behind) leaves every selection timed out: an outcome,
+        // not a broken connection.
+        let time: UInt
+        do throws(XSelectionError) {
+            time = try connection.serverTime(window: clockWindow, deadline: max(options.deadline, .milliseconds(1)))
+        } catch {
+            guard error.kind == .timedOut else { throw error }
+            return Dictionary(uniqueKeysWithValues: unique.map { ($0, ReadOutcome.timedOut(owner: nil)) })
+        }
+
+        // Every report of an owner change that came before the timestamp's
+        // notice is in the queue now: the values it concerns are out of date.
+        forgetChangedValues()
 
         let cap = max(options.maxBytes, 0)
         var slots = zip(unique, atoms).enumerated().map { index, pair in
             Slot(index: index, name: pair.0, atom: pair.1, transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom))
         }
+        if options.reusesUnchangedValues && fixesEventBase != nil {
+            for index in slots.indices {
+                guard let earlier = kept[slots[index].atom]?[targetAtom] else { continue }
+                slots[index].stage = .done(earlier.value)
+                slots[index].type = earlier.type
+                slots[index].reusedFrom = earlier.owner
+            }
+        }
+        // The slots to ask their owners, in order.
+        let asking = slots.indices.filter { !slots[$0].isDone }
         readOrder.removeAll(keepingCapacity: true)
         readHead = 0
         var indexByAtom: [UInt: Int] = [:]
@@ -104,9 +149,8 @@ final class ReaderCore {
         // Who answered is known only from the owner query before the
         // conversion: a selection that changes owner in between could be
         // answered by its new owner, in the old owner's name. XFixes reports
-        // every change, in order with the answers, for the length of the pass.
-        watchOwners(slots, true)
-        defer { watchOwners(slots, false) }
+        // every change, in order with the answers.
+        watchOwners(slots)
 
         // Pipeline: owner queries, then every conversion the depth allows, then
         // one flush. Each selection converts into a property named after itself
@@ -118,17 +162,33 @@ final class ReaderCore {
         var active: [Int] = []
         var issued = 0
         func issueUpToDepth() {
-            while active.count < depth && issued < slots.count {
-                XDeleteProperty(connection.display, window, slots[issued].atom)
-                XConvertSelection(connection.display, slots[issued].atom, targetAtom, slots[issued].atom, window, time)
-                active.append(issued)
+            while active.count < depth && issued < asking.count {
+                let index = asking[issued]
+                XDeleteProperty(connection.display, window, slots[index].atom)
+                XConvertSelection(connection.display, slots[index].atom, targetAtom, slots[index].atom, window, time)
+                active.append(index)
                 issued += 1
             }
         }
         issueUpToDepth()
         connection.flush()
-        let owners = try connection.collectOwners(ownerCookies, deadline: deadline)
-        for index in slots.indices { slots[index].owner = owners[index] }
+        let owners: [SelectionHolder?]
+        do throws(XSelectionError) {
+            owners = try connection.collectOwners(ownerCookies, deadline: deadline)
+        } catch {
+            guard error.kind == .timedOut else { throw error }
+            // Likewise when the owners are not known by the deadline. Answers
+            // still to come carry this pass's time, which later passes ignore.
+            return Dictionary(uniqueKeysWithValues: unique.map { ($0, ReadOutcome.timedOut(owner: nil)) })
+        }
+        for index in slots.indices {
+            slots[index].owner = owners[index]
+            // Its owner changed and no report of it has come yet: read it again next time.
+            if let earlier = slots[index].reusedFrom, owners[index] != earlier {
+                slots[index].stage = .done(.ownerChanged(owner: owners[index]))
+                kept[slots[index].atom] = nil
+            }
+        }
 
         while !active.isEmpty {
             try connection.checkAlive()
@@ -194,7 +254,37 @@ final class ReaderCore {
         for slot in slots where !slot.isDone {
             outcomes[slot.name] = .timedOut(owner: slot.owner)
         }
+        keepValues(slots, target: targetAtom)
         return outcomes
+    }
+
+    /// Keeps the values this pass asked for and got, for later passes, unless
+    /// their owner changed during the pass; forgets those it did not get.
+    private func keepValues(_ slots: [Slot], target: UInt) {
+        guard fixesEventBase != nil else { return }
+        for slot in slots where slot.reusedFrom == nil {
+            if case .done(let outcome) = slot.stage, case .value(let value) = outcome, !slot.changedInPass {
+                kept[slot.atom, default: [:]][target] = Kept(owner: value.owner, value: outcome, type: slot.type)
+            } else {
+                kept[slot.atom]?[target] = nil
+            }
+        }
+    }
+
+    /// Takes every event in the queue, dropping the kept values of the
+    /// selections whose owner changed. Run right after a server timestamp,
+    /// when every earlier report has arrived; the other events left over
+    /// from earlier passes concern no pass any more.
+    private func forgetChangedValues() {
+        guard let base = fixesEventBase else { return }
+        while connection.pending() > 0 {
+            let event = connection.nextEvent()
+            guard event.type == base + XFixesSelectionNotify else { continue }
+            let change = withUnsafeBytes(of: event) {
+                $0.baseAddress!.assumingMemoryBound(to: XFixesSelectionNotifyEvent.self).pointee
+            }
+            kept[UInt(change.selection)] = nil
+        }
     }
 
     /// The outcomes of the slots that are done, with each value's type named
@@ -245,18 +335,16 @@ final class ReaderCore {
         return ReadProgress(answered: finishedOutcomes(slots), outstanding: outstanding, elapsed: elapsed)
     }
 
-    /// Starts or stops XFixes reporting owner changes of `slots` to this connection.
-    private func watchOwners(_ slots: [Slot], _ watch: Bool) {
+    /// Has XFixes report owner changes of `slots` to this connection, from now
+    /// until it closes.
+    private func watchOwners(_ slots: [Slot]) {
         guard fixesEventBase != nil, connection.isAlive else { return }
-        let mask =
-            watch
-            ? UInt(
-                XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask
-                    | XFixesSelectionClientCloseNotifyMask) : 0
-        for slot in slots {
+        let mask = UInt(
+            XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
+        for slot in slots where !watched.contains(slot.atom) {
             XFixesSelectSelectionInput(connection.display, window, slot.atom, mask)
+            watched.insert(slot.atom)
         }
-        if !watch { connection.flush() }
     }
 
     // MARK: Events
@@ -266,7 +354,10 @@ final class ReaderCore {
             let change = withUnsafeBytes(of: event) {
                 $0.baseAddress!.assumingMemoryBound(to: XFixesSelectionNotifyEvent.self).pointee
             }
-            guard let index = indexByAtom[UInt(change.selection)], case .awaitingNotify = slots[index].stage else { return }
+            kept[UInt(change.selection)] = nil
+            guard let index = indexByAtom[UInt(change.selection)] else { return }
+            slots[index].changedInPass = true
+            guard case .awaitingNotify = slots[index].stage else { return }
             // The event's serial is the last request the server had handled when
             // it made the change: from the owner query on, the query did not see it.
             let after = Int32(bitPattern: UInt32(truncatingIfNeeded: change.serial) &- slots[index].ownerQuery) >= 0

@@ -72,3 +72,20 @@ func runStallMany(prefix: String, start: Int, count: Int) -> Never {
         }
     }
 }
+
+/// Holds the server (GrabServer) for `seconds`: no other client is served
+/// meanwhile. Prints "ready 0x0" once the grab holds, and exits after letting go.
+func runGrab(seconds: Double) -> Never {
+    guard let display = XOpenDisplay(nil) else {
+        FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
+        exit(1)
+    }
+    XGrabServer(display)
+    XSync(display, 0)
+    say("ready 0x0")
+    usleep(useconds_t(seconds * 1_000_000))
+    XUngrabServer(display)
+    XSync(display, 0)
+    XCloseDisplay(display)
+    exit(0)
+}

@@ -102,6 +102,9 @@ let helper = Command(
                 whole("reps", "R", help: "timed passes", default: "50")
             ]),
         Command(
+            "grab", abstract: "hold the server (GrabServer) for a while, then exit",
+            options: [seconds("seconds", help: "how long to hold it", default: "3")]),
+        Command(
             "flood-rate", abstract: "keep a window of requests outstanding and print the rate per interval",
             options: [
                 selection(default: "_XSELECTION_TEST"), target,
@@ -203,6 +206,8 @@ case "time":
     runTiming(
         what: value("what"), prefix: value("prefix"), count: number("count"), target: value("target"),
         warmup: number("warmup"), reps: number("reps"))
+case "grab":
+    runGrab(seconds: arguments.number("seconds")!)
 case "flood-rate":
     runRateFlood(
         selection: value("selection"), target: value("target"), window: number("window"),
