@@ -104,10 +104,6 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    func connectedReaderForOwners(_ display: String) throws(XSelectionError) -> SelectionReader {
-        try connectedReader(display)
-    }
-
     func dropReader() {
         lock.withLock { _ in
             reader?.close()
