@@ -285,6 +285,16 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
         #expect(AtomicFile.read(path, below: root) == .found(bytes("two")))
     }
 
+    /// A file shorter than the cap is read with one read: the short count is its end.
+    @Test func readsASmallFileWithOneRead() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("slot.json")
+        try AtomicFile.write(bytes("{\"app\":\"com.acme.notes\"}"), to: path)
+        let fileSystem = FileSystem()
+        #expect(AtomicFile.read(path, fileSystem: fileSystem) == .found(bytes("{\"app\":\"com.acme.notes\"}")))
+        #expect(fileSystem.count(of: .read) == 1)
+    }
+
     @Test func aMissingDirectoryBelowTheRootReadsAsAbsent() throws {
         let directory = try TemporaryDirectory()
         #expect(AtomicFile.read(directory.appending("openudid/slots/x.y.json"), below: directory.path) == .absent)

@@ -139,14 +139,17 @@ enum AtomicFile {
         var buffer = [UInt8](repeating: 0, count: limit + 1)
         var filled = 0
         while filled < buffer.count {
+            let wanted = buffer.count - filled
             let count = buffer.withUnsafeMutableBytes { raw in
-                fs.read(descriptor, raw.baseAddress.map { $0 + filled }, raw.count - filled)
+                fs.read(descriptor, raw.baseAddress.map { $0 + filled }, wanted)
             }
             if count < 0 {
                 return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
             }
-            if count == 0 { break }
             filled += count
+            // A regular file gives less than asked only at its end: no second read
+            // to hear the same (a read per file slot, a hundred per resolution).
+            if count < wanted { break }
         }
         guard filled <= limit else { return .unavailable(oversized(path, size: filled, limit: limit)) }
         return .found(Data(buffer[..<filled]))
