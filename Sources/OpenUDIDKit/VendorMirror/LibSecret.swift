@@ -257,9 +257,11 @@ extension LibSecret {
                 LibSecret.constructService(type, count, properties)
             }
         }
-        return gTypeRegisterStaticSimple(
+        let registered = gTypeRegisterStaticSimple(
             secretServiceGetType(), name, guint(MemoryLayout<SecretServiceClass>.stride), classInit,
             guint(MemoryLayout<SecretService>.stride), nil, GTypeFlags(rawValue: 0))
+        // 0: the other copy registered it between the lookup and here.
+        return registered != 0 ? registered : gTypeFromName(name)
     }
 
     /// The constructor of `OpenUDIDSecretService`: SecretService's, then "g-bus-type" back to none.
