@@ -34,25 +34,21 @@ let package = Package(
             pkgConfig: "x11 xfixes x11-xcb xcb",
             providers: [.apt(["libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
         ),
-        .systemLibrary(
-            name: "CGLib",
-            pkgConfig: "glib-2.0",
-            providers: [.apt(["libglib2.0-dev"])]
-        ),
-        // libsecret's pkg-config file passes -pthread (through gio), which
-        // SwiftPM refuses with a warning on every build; its headers come
-        // through a link to Debian's include directory instead, and glib's
-        // through CGLib.
-        .systemLibrary(
+        // libsecret's, GIO's and GLib's headers and nothing to link (Debian's
+        // libsecret-1-dev): OpenUDIDKit loads libsecret when the Secret Service
+        // mirror is first used. A header-only C target, so that its include
+        // directory, with links to Debian's header directories, is on the search
+        // path; pkg-config would put -lglib-2.0 on every program's link line.
+        .target(
             name: "CLibSecret",
-            providers: [.apt(["libsecret-1-dev"])]
+            exclude: ["include/glib", "include/gio", "include/gobject", "include/libsecret"]
         ),
 
         // General ICCCM selections: owner, reader, watcher.
         .target(name: "XSelection", dependencies: ["CX11"]),
 
         // The identifier: records, sources, resolution, API.
-        .target(name: "OpenUDIDKit", dependencies: ["XSelection", "CLibSecret", "CGLib"]),
+        .target(name: "OpenUDIDKit", dependencies: ["XSelection", "CLibSecret"]),
 
         // The one argument parser of every program here: options as data, generated help.
         .target(name: "CommandLineKit"),

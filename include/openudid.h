@@ -16,8 +16,11 @@
  *
  * Build with `cc app.c $(pkg-config --cflags --libs openudid)`. The library
  * carries its own copy of the Swift runtime: the machine needs no Swift
- * toolchain, only the Debian libraries it links (libX11, libxcb, libXfixes,
- * libsecret-1, GLib).
+ * toolchain, only the Debian libraries it links (libX11, libxcb, libXfixes),
+ * and libsecret-1 (with GLib) for the Secret Service mirror, which the library
+ * loads the first time the mirror talks to a Secret Service; without it the
+ * Secret Service counts as not available and the automatic choice keeps the
+ * file mirror.
  *
  * Conventions that hold for every function below:
  *

@@ -1,6 +1,4 @@
-import CGLib
 import FoundationEssentials
-import Glibc
 
 /// An identifier for one application, derived from the shared identifier.
 ///
@@ -64,7 +62,7 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// 16-byte UUID as the message; `systemd-id128 -a <app-uuid> machine-id` prints
     /// the same value.
     public init(key: [UInt8], message: [UInt8]) {
-        var digest = Self.hmacSHA256(key: key, message: message)
+        var digest = SHA256.hmac(key: key, message: message)
         digest[6] = (digest[6] & 0x0F) | 0x40
         digest[8] = (digest[8] & 0x3F) | 0x80
         bytes = Array(digest.prefix(16))
@@ -88,18 +86,5 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     public var uuid: UUID {
         let b = bytes
         return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
-    }
-
-    private static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        // GLib wants a non-null key pointer even for an empty key.
-        let keyBytes = key.isEmpty ? [0] : key
-        let hmac = keyBytes.withUnsafeBufferPointer { g_hmac_new(G_CHECKSUM_SHA256, $0.baseAddress, gsize(key.count)) }!
-        defer { g_hmac_unref(hmac) }
-        message.withUnsafeBufferPointer { g_hmac_update(hmac, $0.baseAddress, $0.count) }
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length = gsize(digest.count)
-        digest.withUnsafeMutableBufferPointer { g_hmac_get_digest(hmac, $0.baseAddress, &length) }
-        precondition(length == 32, "HMAC-SHA256 gave \(length) bytes")
-        return digest
     }
 }

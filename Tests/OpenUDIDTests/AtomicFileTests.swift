@@ -264,6 +264,37 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
         #expect(AtomicFile.read(linkedRoot + "/slots/com.acme.photos.json", below: linkedRoot) == .found(bytes("mine")))
     }
 
+    /// A write where the directories exist looks at each one below the root once,
+    /// without following links, and at none above it; a write that had to create
+    /// the directory does not search it for temporaries a killed writer left.
+    @Test func aWriteIntoExistingDirectoriesChecksOnlyThoseBelowTheRoot() throws {
+        let directory = try TemporaryDirectory()
+        let root = directory.appending("data")
+        let path = root + "/openudid/slots/com.acme.notes.json"
+        let first = FileSystem()
+        try AtomicFile.write(bytes("one"), to: path, below: root, fileSystem: first)
+        #expect(first.count(of: .mkdir) == 3)
+        #expect(first.count(of: .readdir) == 0)
+
+        let again = FileSystem()
+        try AtomicFile.write(bytes("two"), to: path, below: root, fileSystem: again)
+        #expect(again.count(of: .stat) == 0)
+        #expect(again.count(of: .lstat) == 3, "openudid, slots and the file itself")
+        #expect(again.count(of: .mkdir) == 0)
+        #expect(again.count(of: .readdir) > 0, "an existing directory is searched for left-over temporaries")
+        #expect(AtomicFile.read(path, below: root) == .found(bytes("two")))
+    }
+
+    /// A file shorter than the cap is read with one read: the short count is its end.
+    @Test func readsASmallFileWithOneRead() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("slot.json")
+        try AtomicFile.write(bytes("{\"app\":\"com.acme.notes\"}"), to: path)
+        let fileSystem = FileSystem()
+        #expect(AtomicFile.read(path, fileSystem: fileSystem) == .found(bytes("{\"app\":\"com.acme.notes\"}")))
+        #expect(fileSystem.count(of: .read) == 1)
+    }
+
     @Test func aMissingDirectoryBelowTheRootReadsAsAbsent() throws {
         let directory = try TemporaryDirectory()
         #expect(AtomicFile.read(directory.appending("openudid/slots/x.y.json"), below: directory.path) == .absent)

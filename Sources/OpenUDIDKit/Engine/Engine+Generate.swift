@@ -54,17 +54,18 @@ extension Engine {
         let record = SlotRecord(
             id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
             written: Milliseconds.since1970(now), optOut: false, generation: resolution.generation)
-        var repairs: [Repair] = []
+        var pending: [PendingRepair] = []
         if configuration.usesFiles {
-            repairs.append(repair(localCachePlace, current: localCacheRead(gathered.local), record: record, now: now))
-            repairs.append(repair(fileSlot, current: gathered.ownFileSlot, record: record, now: now))
+            pending.append(PendingRepair(place: localCachePlace, current: localCacheRead(gathered.local)))
+            pending.append(PendingRepair(place: fileSlot, current: gathered.ownFileSlot))
         }
         if let mirrorPlace, let read = gathered.mirrorRead {
             // The mirror is the vendor's, not one app's: which app wrote it last does
             // not count in the vote, so rewriting it for that alone would make every
             // app of a vendor rewrite it (an fsync, or a keyring write) on every resolution.
-            repairs.append(repair(mirrorPlace, current: read, record: record, ignoringWriter: true, now: now))
+            pending.append(PendingRepair(place: mirrorPlace, current: read, ignoringWriter: true))
         }
+        let repairs = repair(pending, record: record, now: now)
         return Report(
             app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
             sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,

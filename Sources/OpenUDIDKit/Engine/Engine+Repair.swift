@@ -1,5 +1,7 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 extension Engine {
     func localCacheRead(_ content: LocalCache.Content) -> StoreRead {
@@ -23,13 +25,7 @@ extension Engine {
     ) -> Repair {
         switch current {
         case .found(let bytes):
-            // An opted-out record carries no identifier, so its times do not matter.
-            if let held = try? SlotRecord.parse(bytes), held.id == record.id, held.optOut == record.optOut,
-                held.born == record.born || record.optOut, held.generation == record.generation,
-                ignoringWriter || held.app == record.app, held.vendor == record.vendor
-            {
-                return Repair(place.name, .unchanged)
-            }
+            if Self.holds(bytes, record, ignoringWriter: ignoringWriter) { return Repair(place.name, .unchanged) }
         case .absent:
             break
         case .unavailable(let problem) where problem.kind == .corrupt:
@@ -43,6 +39,47 @@ extension Engine {
         } catch {
             return Repair(place.name, .failed(error.message))
         }
+    }
+
+    /// Whether `bytes` already hold `record`, as far as the protocol compares (section 7).
+    static func holds(_ bytes: Data, _ record: SlotRecord, ignoringWriter: Bool) -> Bool {
+        // An opted-out record carries no identifier, so its times do not matter.
+        guard let held = try? SlotRecord.parse(bytes) else { return false }
+        return held.id == record.id && held.optOut == record.optOut && (held.born == record.born || record.optOut)
+            && held.generation == record.generation && (ignoringWriter || held.app == record.app) && held.vendor == record.vendor
+    }
+
+    /// One place to repair: where, what reading it gave, and whether its writer counts.
+    struct PendingRepair {
+        let place: any RecordPlace
+        let current: StoreRead
+        var ignoringWriter = false
+    }
+
+    /// Repairs every place, in the order given, and reports them in that order.
+    ///
+    /// When more than one needs writing, they are written at the same time: each
+    /// is a separate file (or the keyring), and each write still flushes its file
+    /// and its directory before this returns, but the flushes overlap instead of
+    /// queueing, which is most of a new app's first resolution on a busy disk.
+    func repair(_ pending: [PendingRepair], record: SlotRecord, now: Date) -> [Repair] {
+        let writes = pending.filter { entry in
+            switch entry.current {
+            case .found(let bytes): !Self.holds(bytes, record, ignoringWriter: entry.ignoringWriter)
+            case .absent: true
+            case .unavailable(let problem): problem.kind == .corrupt
+            }
+        }
+        guard writes.count > 1 else {
+            return pending.map { repair($0.place, current: $0.current, record: record, ignoringWriter: $0.ignoringWriter, now: now) }
+        }
+        let done = Mutex([Repair?](repeating: nil, count: pending.count))
+        DispatchQueue.concurrentPerform(iterations: pending.count) { index in
+            let entry = pending[index]
+            let repaired = repair(entry.place, current: entry.current, record: record, ignoringWriter: entry.ignoringWriter, now: now)
+            done.withLock { $0[index] = repaired }
+        }
+        return done.withLock { $0.map { $0! } }
     }
 
     func optedOutReport(_ optOut: OptOut, gathered: Gathered, slot: Int?, now: Date) -> Report {

@@ -139,14 +139,17 @@ enum AtomicFile {
         var buffer = [UInt8](repeating: 0, count: limit + 1)
         var filled = 0
         while filled < buffer.count {
+            let wanted = buffer.count - filled
             let count = buffer.withUnsafeMutableBytes { raw in
-                fs.read(descriptor, raw.baseAddress.map { $0 + filled }, raw.count - filled)
+                fs.read(descriptor, raw.baseAddress.map { $0 + filled }, wanted)
             }
             if count < 0 {
                 return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
             }
-            if count == 0 { break }
             filled += count
+            // A regular file gives less than asked only at its end: no second read
+            // to hear the same (a read per file slot, a hundred per resolution).
+            if count < wanted { break }
         }
         guard filled <= limit else { return .unavailable(oversized(path, size: filled, limit: limit)) }
         return .found(Data(buffer[..<filled]))
@@ -177,8 +180,10 @@ enum AtomicFile {
         throws(StoreUnavailable)
     {
         let (directory, _) = split(path)
-        try makeDirectories(directory, for: path, below: root, fileSystem: fs)
-        removeStaleTemporaries(in: directory, fileSystem: fs)
+        // A directory this write just created holds no temporaries to look for.
+        if try !makeDirectories(directory, for: path, below: root, fileSystem: fs) {
+            removeStaleTemporaries(in: directory, fileSystem: fs)
+        }
 
         switch fs.linkStatus(path) {
         case .success(let info) where !POSIX.isRegularFile(info):
@@ -334,10 +339,21 @@ enum AtomicFile {
     ///
     /// Directories above `root` may be links; those below it (or `directory`
     /// itself when there is no root) must be real directories.
+    ///
+    /// - Returns: Whether this call created `directory` itself (it is then empty).
+    @discardableResult
     static func makeDirectories(
         _ directory: String, for path: String, below root: String? = nil, fileSystem fs: FileSystem = .system
-    ) throws(StoreUnavailable) {
-        let own = Set(ownDirectories(directory, below: root))
+    ) throws(StoreUnavailable) -> Bool {
+        let ownList = ownDirectories(directory, below: root)
+        // The usual case, every directory already there: one lstat for each of
+        // those below the root (the last one is `directory`), none for those
+        // above it. Anything else takes the walk below, which says what is wrong.
+        if !ownList.isEmpty, case .success(true) = checkDirectories(directory, for: path, below: root, fileSystem: fs) {
+            return false
+        }
+        let own = Set(ownList)
+        var created = false
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + component
@@ -353,8 +369,13 @@ enum AtomicFile {
             }
             guard errno == ENOENT else { throw writeFailure(path, errno) }
             // EEXIST: another process created it between stat and mkdir, which is fine.
-            if fs.mkdir(prefix, 0o700) != 0, errno != EEXIST { throw writeFailure(path, errno) }
+            if fs.mkdir(prefix, 0o700) == 0 {
+                created = prefix == directory
+            } else if errno != EEXIST {
+                throw writeFailure(path, errno)
+            }
         }
+        return created
     }
 
     /// The prefix of every temporary file name; nothing else in the directories starts with it.

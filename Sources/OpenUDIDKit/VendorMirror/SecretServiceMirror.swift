@@ -275,25 +275,31 @@ extension SecretServiceMirror {
         case .success(let found): address = found
         case .failure(let failure): return (.failure(failure), false)
         }
+        // Only now, with a bus to talk to, is libsecret loaded (the first time).
+        let library: LibSecret
+        switch LibSecret.loaded {
+        case .success(let loaded): library = loaded
+        case .failure(let failure): return (.failure(failure), false)
+        }
 
         // Proxies subscribe to signals on the thread-default main context. A private
         // one, drained and dropped at the end, keeps those subscriptions from piling
         // up in a global context that the application may never run.
-        let context = g_main_context_new()
-        g_main_context_push_thread_default(context)
-        let timer = DeadlineTimer(deadline)
+        let context = library.gMainContextNew()
+        library.gMainContextPushThreadDefault(context)
+        let timer = DeadlineTimer(deadline, library: library)
         defer {
             timer.finish()
             var pending = 0
-            while g_main_context_iteration(context, 0) != 0 && pending < 1000 { pending += 1 }
-            g_main_context_pop_thread_default(context)
-            g_main_context_unref(context)
+            while library.gMainContextIteration(context, 0) != 0 && pending < 1000 { pending += 1 }
+            library.gMainContextPopThreadDefault(context)
+            library.gMainContextUnref(context)
         }
 
         let result: Result<T, StoreUnavailable>
         do throws(StoreUnavailable) {
             let call = try SecretServiceCall(
-                address: address, operation: operation, vendor: vendor ?? "",
+                library: library, address: address, operation: operation, vendor: vendor ?? "",
                 namespace: namespace ?? "", timer: timer)
             defer { call.close() }
             result = .success(try body(call))
@@ -321,22 +327,24 @@ private final class DeadlineTimer: @unchecked Sendable {
     // after any running event handler, so the timer never touches a freed object.
     let cancellable: UnsafeMutablePointer<GCancellable>
     let duration: Duration
+    private let library: LibSecret
     private let timer: DispatchSourceTimer
 
-    init(_ duration: Duration) {
+    init(_ duration: Duration, library: LibSecret) {
         self.duration = duration
-        cancellable = g_cancellable_new()
+        self.library = library
+        cancellable = library.gCancellableNew()!
         timer = DispatchSource.makeTimerSource(queue: .global())
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        g_object_ref(cancellable)
-        timer.setEventHandler { [self] in g_cancellable_cancel(cancellable) }
-        timer.setCancelHandler { [self] in g_object_unref(cancellable) }
+        _ = library.gObjectRef(cancellable)
+        timer.setEventHandler { [self] in library.gCancellableCancel(cancellable) }
+        timer.setCancelHandler { [self] in library.gObjectUnref(cancellable) }
         timer.schedule(deadline: .now() + max(seconds, 0))
         timer.activate()
     }
 
     /// Whether the deadline passed (nothing else cancels the cancellable).
-    var fired: Bool { g_cancellable_is_cancelled(cancellable) != 0 }
+    var fired: Bool { library.gCancellableIsCancelled(cancellable) != 0 }
 
     /// How the deadline reads in a message: "2 s", "0.5 s".
     var description: String {
@@ -346,7 +354,7 @@ private final class DeadlineTimer: @unchecked Sendable {
     /// Stops the timer and drops the caller's reference; the timer's follows in its cancel handler.
     func finish() {
         timer.cancel()
-        g_object_unref(cancellable)
+        library.gObjectUnref(cancellable)
     }
 }
 
@@ -360,6 +368,7 @@ private struct FoundItem {
 ///
 /// Not Sendable: it lives and dies on the calling thread, inside `perform`.
 private final class SecretServiceCall {
+    private let library: LibSecret
     private let connection: OpaquePointer
     private let service: UnsafeMutablePointer<SecretService>
     private let schema: UnsafeMutablePointer<SecretSchema>
@@ -371,7 +380,10 @@ private final class SecretServiceCall {
     /// GObjects handed to us with a reference, released by `close()`.
     private var owned: [UnsafeMutableRawPointer] = []
 
-    init(address: String, operation: String, vendor: String, namespace: String, timer: DeadlineTimer) throws(StoreUnavailable) {
+    init(
+        library: LibSecret, address: String, operation: String, vendor: String, namespace: String, timer: DeadlineTimer
+    ) throws(StoreUnavailable) {
+        self.library = library
         self.timer = timer
         self.operation = operation
         self.vendor = vendor
@@ -380,46 +392,46 @@ private final class SecretServiceCall {
         let flags = GDBusConnectionFlags(
             rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
                 | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, timer.cancellable, &error) else {
-            throw Self.connectFailure(error, address: address, timer: timer, operation: operation)
+        guard let connection = library.gDBusConnectionNewForAddressSync(address, flags, nil, timer.cancellable, &error) else {
+            throw Self.connectFailure(error, address: address, timer: timer, operation: operation, library: library)
         }
-        guard let service = openudid_secret_service_new_for_connection(connection, timer.cancellable, &error) else {
-            g_dbus_connection_close_sync(connection, nil, nil)
-            g_object_unref(UnsafeMutableRawPointer(connection))
-            throw Self.failure(error, timer: timer, operation: operation)
+        guard let service = library.newService(on: connection, cancellable: timer.cancellable, error: &error) else {
+            _ = library.gDBusConnectionCloseSync(connection, nil, nil)
+            library.gObjectUnref(UnsafeMutableRawPointer(connection))
+            throw Self.failure(error, timer: timer, operation: operation, library: library)
         }
         self.connection = connection
         self.service = service
-        schema = Self.makeSchema()
-        attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)
-        g_hash_table_insert(attributes, g_strdup(SecretServiceMirror.vendorAttribute), g_strdup(vendor))
-        g_hash_table_insert(attributes, g_strdup(SecretServiceMirror.namespaceAttribute), g_strdup(namespace))
+        schema = Self.makeSchema(library)
+        attributes = library.newStringTable()
+        _ = library.gHashTableInsert(attributes, library.gStrdup(SecretServiceMirror.vendorAttribute), library.gStrdup(vendor))
+        _ = library.gHashTableInsert(attributes, library.gStrdup(SecretServiceMirror.namespaceAttribute), library.gStrdup(namespace))
     }
 
-    private static func makeSchema() -> UnsafeMutablePointer<SecretSchema> {
-        let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)
+    private static func makeSchema(_ library: LibSecret) -> UnsafeMutablePointer<SecretSchema> {
+        let types = library.gHashTableNewFull(library.gStrHash, library.gStrEqual, library.gFree, nil)
         // The value is the attribute type; SECRET_SCHEMA_ATTRIBUTE_STRING is 0, a null pointer.
         for attribute in [SecretServiceMirror.vendorAttribute, SecretServiceMirror.namespaceAttribute] {
-            g_hash_table_insert(
-                types, g_strdup(attribute),
+            _ = library.gHashTableInsert(
+                types, library.gStrdup(attribute),
                 UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
         }
         // SECRET_SCHEMA_NONE (not DONT_MATCH_NAME): searches also match xdg:schema.
-        let schema = secret_schema_newv(SecretServiceMirror.schemaName, SECRET_SCHEMA_NONE, types)!
-        g_hash_table_unref(types)
+        let schema = library.secretSchemaNewv(SecretServiceMirror.schemaName, SECRET_SCHEMA_NONE, types)!
+        library.gHashTableUnref(types)
         return schema
     }
 
     func close() {
-        for object in owned.reversed() { g_object_unref(object) }
+        for object in owned.reversed() { library.gObjectUnref(object) }
         owned.removeAll()
-        g_hash_table_unref(attributes)
-        secret_schema_unref(schema)
-        g_object_unref(service)
+        library.gHashTableUnref(attributes)
+        library.secretSchemaUnref(schema)
+        library.gObjectUnref(service)
         // Closing flushes nothing of ours and does not wait for the peer, so it
         // cannot hang on a stuck daemon.
-        g_dbus_connection_close_sync(connection, nil, nil)
-        g_object_unref(UnsafeMutableRawPointer(connection))
+        _ = library.gDBusConnectionCloseSync(connection, nil, nil)
+        library.gObjectUnref(UnsafeMutableRawPointer(connection))
     }
 
     /// Every item of the vendor in this namespace, locked or not, in every collection; unlocks nothing.
@@ -429,8 +441,8 @@ private final class SecretServiceCall {
 
     /// Every item of the schema, whatever its vendor and namespace.
     func everyItem() throws(StoreUnavailable) -> [FoundItem] {
-        let none = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
-        defer { g_hash_table_unref(none) }
+        let none = library.newStringTable()
+        defer { library.gHashTableUnref(none) }
         return try search(none)
     }
 
@@ -438,90 +450,90 @@ private final class SecretServiceCall {
     /// also those with no namespace attribute at all (written before it existed).
     func namespaceItems() throws(StoreUnavailable) -> [FoundItem] {
         try everyItem().filter { item in
-            guard let table = secret_item_get_attributes(item.pointer) else { return false }
-            defer { g_hash_table_unref(table) }
-            guard let value = g_hash_table_lookup(table, SecretServiceMirror.namespaceAttribute) else { return namespace.isEmpty }
+            guard let table = library.secretItemGetAttributes(item.pointer) else { return false }
+            defer { library.gHashTableUnref(table) }
+            guard let value = library.gHashTableLookup(table, SecretServiceMirror.namespaceAttribute) else { return namespace.isEmpty }
             return String(cString: value.assumingMemoryBound(to: CChar.self)) == namespace
         }
     }
 
     /// The label of `item`, as keyring managers show it.
     func label(of item: FoundItem) -> String {
-        guard let label = secret_item_get_label(item.pointer) else { return "(no label)" }
-        defer { g_free(label) }
+        guard let label = library.secretItemGetLabel(item.pointer) else { return "(no label)" }
+        defer { library.gFree(label) }
         return String(cString: label)
     }
 
     /// The vendor's items that have no namespace attribute at all (written before it existed).
     func unnamespacedItems() throws(StoreUnavailable) -> [FoundItem] {
-        let vendorOnly = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
-        defer { g_hash_table_unref(vendorOnly) }
-        g_hash_table_insert(vendorOnly, g_strdup(SecretServiceMirror.vendorAttribute), g_strdup(vendor))
+        let vendorOnly = library.newStringTable()
+        defer { library.gHashTableUnref(vendorOnly) }
+        _ = library.gHashTableInsert(vendorOnly, library.gStrdup(SecretServiceMirror.vendorAttribute), library.gStrdup(vendor))
         // The search also finds every namespaced item of the vendor: keep those without the attribute.
         return try search(vendorOnly).filter { item in
-            guard let table = secret_item_get_attributes(item.pointer) else { return true }
-            defer { g_hash_table_unref(table) }
-            return g_hash_table_contains(table, SecretServiceMirror.namespaceAttribute) == 0
+            guard let table = library.secretItemGetAttributes(item.pointer) else { return true }
+            defer { library.gHashTableUnref(table) }
+            return library.gHashTableContains(table, SecretServiceMirror.namespaceAttribute) == 0
         }
     }
 
     private func search(_ attributes: OpaquePointer) throws(StoreUnavailable) -> [FoundItem] {
         var error: UnsafeMutablePointer<GError>?
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue)
-        let list = secret_service_search_sync(service, schema, attributes, flags, timer.cancellable, &error)
-        if let error { throw Self.failure(error, timer: timer, operation: operation) }
+        let list = library.secretServiceSearchSync(service, schema, attributes, flags, timer.cancellable, &error)
+        if let error { throw failure(error) }
         var found: [FoundItem] = []
         var node = list
         while let current = node {
             if let data = current.pointee.data {
                 owned.append(data)
                 let item = data.assumingMemoryBound(to: SecretItem.self)
-                found.append(FoundItem(pointer: item, isLocked: secret_item_get_locked(item) != 0))
+                found.append(FoundItem(pointer: item, isLocked: library.secretItemGetLocked(item) != 0))
             }
             node = current.pointee.next
         }
-        g_list_free(list)
+        library.gListFree(list)
         return found
     }
 
     /// Deletes one item; a failure is ignored (see the callers).
     func delete(_ item: FoundItem) {
         var error: UnsafeMutablePointer<GError>?
-        if secret_item_delete_sync(item.pointer, timer.cancellable, &error) == 0, let error { g_error_free(error) }
+        if library.secretItemDeleteSync(item.pointer, timer.cancellable, &error) == 0, let error { library.gErrorFree(error) }
     }
 
     /// Deletes one item.
     func deleteOrThrow(_ item: FoundItem) throws(StoreUnavailable) {
         var error: UnsafeMutablePointer<GError>?
-        if secret_item_delete_sync(item.pointer, timer.cancellable, &error) == 0 {
-            throw Self.failure(error, timer: timer, operation: operation)
+        if library.secretItemDeleteSync(item.pointer, timer.cancellable, &error) == 0 {
+            throw failure(error)
         }
     }
 
     /// The secret of an unlocked item.
     func secret(of item: FoundItem) throws(StoreUnavailable) -> Data {
         var error: UnsafeMutablePointer<GError>?
-        if secret_item_load_secret_sync(item.pointer, timer.cancellable, &error) == 0 {
-            throw Self.failure(error, timer: timer, operation: operation)
+        if library.secretItemLoadSecretSync(item.pointer, timer.cancellable, &error) == 0 {
+            throw failure(error)
         }
-        guard let value = secret_item_get_secret(item.pointer) else {
+        guard let value = library.secretItemGetSecret(item.pointer) else {
             throw StoreUnavailable(
                 .serviceError,
                 "secret-service: the Secret Service returned no secret while \(operation)")
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        defer { library.secretValueUnref(UnsafeMutableRawPointer(value)) }
         var length: gsize = 0
-        guard let bytes = secret_value_get(value, &length) else { return Data() }
+        guard let bytes = library.secretValueGet(value, &length) else { return Data() }
         return Data(bytes: bytes, count: Int(length))
     }
 
     /// The object path of the default collection, if it exists and is unlocked.
     func usableDefaultCollection() throws(StoreUnavailable) -> String {
         var error: UnsafeMutablePointer<GError>?
-        let collection = secret_collection_for_alias_sync(
+        let collection = library.secretCollectionForAliasSync(
             service, "default", SECRET_COLLECTION_NONE,
             timer.cancellable, &error)
-        if let error { throw Self.failure(error, timer: timer, operation: operation) }
+        if let error { throw failure(error) }
         guard let collection else {
             throw StoreUnavailable(
                 .serviceError,
@@ -531,7 +543,7 @@ private final class SecretServiceCall {
                 """)
         }
         owned.append(UnsafeMutableRawPointer(collection))
-        if secret_collection_get_locked(collection) != 0 {
+        if library.secretCollectionGetLocked(collection) != 0 {
             throw StoreUnavailable(
                 .locked,
                 """
@@ -540,7 +552,7 @@ private final class SecretServiceCall {
                 """)
         }
         let proxy = UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self)
-        return String(cString: g_dbus_proxy_get_object_path(proxy))
+        return String(cString: library.gDBusProxyGetObjectPath(proxy)!)
     }
 
     /// Creates or replaces the vendor's item in the collection at `collectionPath`.
@@ -548,24 +560,24 @@ private final class SecretServiceCall {
         // Records are UTF-8 text; anything else is still stored, but labelled as bytes.
         let contentType = String(data: bytes, encoding: .utf8) == nil ? "application/octet-stream" : "text/plain"
         let value = bytes.withUnsafeBytes { raw -> OpaquePointer in
-            guard let base = raw.baseAddress else { return secret_value_new("", 0, contentType) }
-            return secret_value_new(base.assumingMemoryBound(to: CChar.self), raw.count, contentType)
+            guard let base = raw.baseAddress else { return library.secretValueNew("", 0, contentType)! }
+            return library.secretValueNew(base.assumingMemoryBound(to: CChar.self), raw.count, contentType)!
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        defer { library.secretValueUnref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
-        let stored = secret_service_store_sync(
+        let stored = library.secretServiceStoreSync(
             service, schema, attributes, collectionPath,
             SecretServiceMirror.label(vendor: vendor), value,
             timer.cancellable, &error)
-        if stored == 0 { throw Self.failure(error, timer: timer, operation: operation) }
+        if stored == 0 { throw failure(error) }
     }
 
     /// Deletes the vendor's unlocked items.
     func clear() throws(StoreUnavailable) {
         var error: UnsafeMutablePointer<GError>?
         // FALSE with no error means nothing matched, which is the wanted end state.
-        if secret_service_clear_sync(service, schema, attributes, timer.cancellable, &error) == 0, let error {
-            throw Self.failure(error, timer: timer, operation: operation)
+        if library.secretServiceClearSync(service, schema, attributes, timer.cancellable, &error) == 0, let error {
+            throw failure(error)
         }
     }
 
@@ -580,12 +592,17 @@ private final class SecretServiceCall {
 
     // MARK: Errors
 
+    /// Classifies and frees a GError of this call.
+    private func failure(_ error: UnsafeMutablePointer<GError>?) -> StoreUnavailable {
+        Self.failure(error, timer: timer, operation: operation, library: library)
+    }
+
     private static func connectFailure(
         _ error: UnsafeMutablePointer<GError>?, address: String,
-        timer: DeadlineTimer, operation: String
+        timer: DeadlineTimer, operation: String, library: LibSecret
     ) -> StoreUnavailable {
-        if timer.fired { return timeout(timer: timer, operation: operation, error) }
-        let message = take(error)
+        if timer.fired { return timeout(timer: timer, operation: operation, error, library: library) }
+        let message = take(error, library: library)
         return StoreUnavailable(
             .notRunning,
             "secret-service: cannot connect to the session bus at \(address): \(message)")
@@ -594,9 +611,9 @@ private final class SecretServiceCall {
     /// Classifies and frees a GError.
     private static func failure(
         _ error: UnsafeMutablePointer<GError>?, timer: DeadlineTimer,
-        operation: String
+        operation: String, library: LibSecret
     ) -> StoreUnavailable {
-        if timer.fired { return timeout(timer: timer, operation: operation, error) }
+        if timer.fired { return timeout(timer: timer, operation: operation, error, library: library) }
         guard let error else {
             return StoreUnavailable(
                 .serviceError,
@@ -604,13 +621,13 @@ private final class SecretServiceCall {
         }
         let domain = error.pointee.domain
         let code = error.pointee.code
-        let remote = g_dbus_error_get_remote_error(error).map { name in
-            defer { g_free(name) }
+        let remote = library.gDBusErrorGetRemoteError(error).map { name in
+            defer { library.gFree(name) }
             return String(cString: name)
         }
-        let message = take(error)
+        let message = take(error, library: library)
         func isDBus(_ wanted: GDBusError, _ name: String) -> Bool {
-            (domain == g_dbus_error_quark() && code == Int32(wanted.rawValue))
+            (domain == library.gDBusErrorQuark() && code == Int32(wanted.rawValue))
                 || remote == "org.freedesktop.DBus.Error." + name
         }
         if isDBus(G_DBUS_ERROR_SERVICE_UNKNOWN, "ServiceUnknown") || isDBus(G_DBUS_ERROR_NAME_HAS_NO_OWNER, "NameHasNoOwner") {
@@ -621,7 +638,7 @@ private final class SecretServiceCall {
                 start gnome-keyring, KeePassXC or another Secret Service provider
                 """)
         }
-        if (domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
+        if (domain == library.secretErrorGetQuark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
             || remote == "org.freedesktop.Secret.Error.IsLocked"
         {
             return StoreUnavailable(
@@ -636,7 +653,7 @@ private final class SecretServiceCall {
                 .serviceError,
                 "secret-service: the Secret Service went away while \(operation): \(message)")
         }
-        if domain == g_io_error_quark() && code == Int32(G_IO_ERROR_CLOSED.rawValue) {
+        if domain == library.gIOErrorQuark() && code == Int32(G_IO_ERROR_CLOSED.rawValue) {
             return StoreUnavailable(
                 .serviceError,
                 "secret-service: the session bus closed the connection while \(operation): \(message)")
@@ -646,20 +663,20 @@ private final class SecretServiceCall {
 
     private static func timeout(
         timer: DeadlineTimer, operation: String,
-        _ error: UnsafeMutablePointer<GError>?
+        _ error: UnsafeMutablePointer<GError>?, library: LibSecret
     ) -> StoreUnavailable {
-        _ = take(error)
+        _ = take(error, library: library)
         return StoreUnavailable(
             .serviceError,
             "secret-service: Secret Service did not answer within \(timer.description) while \(operation)")
     }
 
     /// The message of a GError, which is then freed.
-    private static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
+    private static func take(_ error: UnsafeMutablePointer<GError>?, library: LibSecret) -> String {
         guard let error else { return "unknown error" }
-        defer { g_error_free(error) }
+        defer { library.gErrorFree(error) }
         // "GDBus.Error:org.freedesktop.DBus.Error.ServiceUnknown: " says nothing a reader needs.
-        _ = g_dbus_error_strip_remote_error(error)
+        _ = library.gDBusErrorStripRemoteError(error)
         return error.pointee.message.map { String(cString: $0) } ?? "unknown error"
     }
 }

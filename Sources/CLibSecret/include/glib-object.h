@@ -1,0 +1,1 @@
+/usr/include/glib-2.0/glib-object.h
