@@ -46,7 +46,7 @@ extension Bench {
                 samples: try coldSamples(
                     configuration, expected: identifier, warmup: plan.cold.warmup, reps: plan.cold.reps,
                     prefix: "com.bench.cold"),
-                baseline: "read100.pipelined", target: .atMost(0.005)))
+                baseline: "read100.pipelined", target: .atMost(0.004)))
 
         let keyring: PrivateKeyring
         do {
@@ -133,7 +133,7 @@ extension Bench {
             results.add(
                 Figure(
                     "footprint.get.rss", "openudid get, peak RSS", unit: .bytes, samples: try peakRSSSamples(get, time: time),
-                    baseline: "footprint.help.rss", target: .atMost(20 * 1_048_576)))
+                    baseline: "footprint.help.rss", target: .atMost(16 * 1_048_576)))
         } else {
             let reason = "needs GNU time (/usr/bin/time, Debian package time) to see a child's own peak RSS"
             results.add(.skipped("footprint.help.rss", "openudid --help, peak RSS", unit: .bytes, because: reason))
