@@ -269,13 +269,14 @@ final class ParticipationCore: @unchecked Sendable {
         if fresh.identifier != previous {
             continuation.yield(Participation.Change(identifier: fresh.identifier, report: fresh))
         }
-        scheduleLateRead(fresh.notAwaited.isEmpty)
+        scheduleLateRead(fresh.silentSlots.isEmpty)
     }
 
-    /// A settled vote did not wait for some slots (a frozen or slow app): read
-    /// again after 1 s, then 2, 4 … up to 30 s while they stay silent, so that
-    /// an app that thaws is heard. Its slot's owner did not change, so XFixes
-    /// would not tell. On `queue` only.
+    /// Some slots' owners did not answer (a frozen or slow app): the vote settled
+    /// without them, or they were silent to the deadline. Read again after 1 s,
+    /// then 2, 4 … up to 30 s while they stay silent, so that an app that thaws
+    /// is heard. Its slot's owner did not change, so XFixes would not tell. On
+    /// `queue` only.
     private func scheduleLateRead(_ everyoneAnswered: Bool) {
         if everyoneAnswered {
             lateReadDelay = nil
@@ -294,7 +295,7 @@ final class ParticipationCore: @unchecked Sendable {
             guard let self, !self.stopped, self.lateReadDelay != nil else { return }
             self.resolveAndPublish()
             // Still silent: wait longer before the next try.
-            guard let current = self.lateReadDelay, self.report?.notAwaited.isEmpty == false else { return }
+            guard let current = self.lateReadDelay, self.report?.silentSlots.isEmpty == false else { return }
             let next = min(current * 2, Self.lateReadLongest)
             self.lateReadDelay = next
             self.lateRead(after: next)
@@ -363,6 +364,10 @@ extension Report {
         return SlotRecord(
             id: identifier, app: app.id, vendor: app.vendor, born: born, written: born, optOut: false, generation: generation)
     }
+
+    /// The selection slots whose owner did not answer in this pass: not waited
+    /// for (the vote settled without them) or silent until the deadline.
+    var silentSlots: [Rejection] { rejected.filter { $0.code == "not-awaited" || $0.code == "no-answer" } }
 
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {
