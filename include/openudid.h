@@ -54,7 +54,7 @@ extern "C" {
 /* The version of the package this header belongs to, the one
  * openudid_version() reports and `openudid --version` prints. */
 #define OPENUDID_VERSION_MAJOR 0
-#define OPENUDID_VERSION_MINOR 1
+#define OPENUDID_VERSION_MINOR 2
 #define OPENUDID_VERSION_PATCH 0
 
 /* The version of the binary interface, the N of libopenudid.so.N: functions

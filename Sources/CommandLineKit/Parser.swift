@@ -4,7 +4,7 @@ import Glibc
 package enum Invocation: Sendable {
     /// `--help`, `-h` or `help [command]`: the generated help to print.
     case help(String)
-    /// `--version`: the line to print, such as `openudid 0.1.0`.
+    /// `--version`: the line to print, such as `openudid 0.2.0`.
     case version(String)
     /// A command to run, with every value checked.
     case run(ParsedCommand)

@@ -153,7 +153,7 @@ private func error(_ words: [String]) -> String? {
             return
         }
         #expect(line == "tool \(packageVersion)")
-        #expect(packageVersion == "0.1.0")
+        #expect(packageVersion == "0.2.0")
         #expect(error(["get", "--", "--help"]) == "tool get: unexpected argument '--help': get takes no arguments; see 'tool get --help'")
     }
 

@@ -308,5 +308,5 @@ def reset_everywhere(namespace=None):
 
 
 def library_version():
-    """The loaded library's version, such as "0.1.0"."""
+    """The loaded library's version, such as "0.2.0"."""
     return _library().openudid_version().decode()
