@@ -59,7 +59,9 @@ import XSelection
     }
 
     @Test func anAppWhoseSlotIsTakenMovesToTheNextFreeSlot() async throws {
-        let session = try TestSession(display: SharedDisplay.display)
+        // An X server of its own: the move must not wait behind other tests' floods.
+        let server = try PrivateXServer()
+        let session = try TestSession(display: server.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         let participation = await notes.participate()
         defer { participation.stop() }
@@ -68,7 +70,7 @@ import XSelection
         #expect(participation.slot == 0)
 
         // A stranger takes slot 0 by force.
-        let thief = try SelectionOwner(display: SharedDisplay.display)
+        let thief = try SelectionOwner(display: server.display)
         try thief.claim(
             SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
             payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
