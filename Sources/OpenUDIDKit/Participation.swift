@@ -61,6 +61,8 @@ final class ParticipationCore: @unchecked Sendable {
     private let udid: OpenUDID
     private let continuation: AsyncStream<Participation.Change>.Continuation
     private let queue = DispatchQueue(label: "OpenUDID.Participation")
+    /// Where the tasks that take the owner's and the watcher's events run.
+    private let events = QueueExecutor(label: "OpenUDID.Participation.events")
     private var owner: SelectionOwner?
     private var watcher: SelectionWatcher?
     private var slot: Int?
@@ -159,7 +161,7 @@ final class ParticipationCore: @unchecked Sendable {
             self.owner = owner
             self.watcher = watcher
             let ownWindow = owner.window
-            Task { [weak self] in
+            Task(executorPreference: events) { [weak self] in
                 for await event in watcher.events {
                     switch event {
                     case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
@@ -171,7 +173,7 @@ final class ParticipationCore: @unchecked Sendable {
                     }
                 }
             }
-            Task { [weak self] in
+            Task(executorPreference: events) { [weak self] in
                 for await event in owner.events {
                     switch event {
                     case .lost(let name, _):
@@ -385,4 +387,27 @@ struct ChoiceState: Sendable, Equatable {
     var consent: Bool
     /// The generation the reset marker names; nil when it cannot be read.
     var resetGeneration: Int64?
+}
+
+/// Runs tasks on a dispatch queue of their own instead of the shared
+/// cooperative pool.
+///
+/// A participant hears that its slot was taken, or that another slot changed,
+/// through tasks that wait on the X events. On the shared pool those tasks wait
+/// for a free thread, and a host that blocks the pool's few threads (a
+/// synchronous wait inside async code, a busy test runner) would keep the app
+/// from moving to another slot for as long as it blocks. A queue of its own
+/// gets a thread from Dispatch whatever the pool is doing.
+final class QueueExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+
+    init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
 }

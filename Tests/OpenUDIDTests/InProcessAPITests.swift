@@ -58,6 +58,29 @@ import XSelection
         #expect(back?.identifier.hex == chess["id"] as? String)
     }
 
+    @Test func anAppMovesToAnotherSlotWhileItsHostBlocksTheSharedTaskPool() async throws {
+        let server = try PrivateXServer()
+        let session = try TestSession(display: server.display)
+        let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
+        let participation = await notes.participate()
+        defer { participation.stop() }
+        #expect(participation.slot == 0)
+
+        // Every thread of the cooperative pool blocked, as a host that waits
+        // synchronously inside async code does: this test's own thread (in the
+        // wait below) and one blocked task for each of the others.
+        let release = DispatchSemaphore(value: 0)
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        for _ in 0..<width { Task.detached { release.wait() } }
+        defer { for _ in 0..<width { release.signal() } }
+
+        let thief = try SelectionOwner(display: server.display)
+        try thief.claim(
+            SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
+            payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
+        #expect(eventually(timeout: 15) { participation.slot == 1 }, "slot: \(String(describing: participation.slot))")
+    }
+
     @Test func anAppWhoseSlotIsTakenMovesToTheNextFreeSlot() async throws {
         // An X server of its own: the move must not wait behind other tests' floods.
         let server = try PrivateXServer()
