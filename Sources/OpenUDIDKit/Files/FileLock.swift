@@ -56,9 +56,12 @@ final class FileLock {
             return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): \(error.message)"))
         }
         var lastProblem = ""
-        for _ in 0..<attempts {
+        var replaced = 0
+        var attempt = 0
+        while attempt < attempts {
             // O_NONBLOCK: a FIFO planted at the path must not make the open wait.
             let descriptor = fs.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0o600)
+            var found = stat()
             if descriptor < 0 {
                 let code = errno
                 // ELOOP: a link; EISDIR: a directory; ENXIO: a socket. Anything else is not ours to fix.
@@ -66,15 +69,31 @@ final class FileLock {
                     return .failure(Failure(kind: .unusable, message: AtomicFile.writeFailure(path, code).message))
                 }
                 lastProblem = code == ELOOP ? "a symbolic link stands there" : "something other than a regular file stands there"
+                // Gone since the open: look again (a bounded number of times).
+                guard fs.lstat(path, &found) == 0 else {
+                    replaced += 1
+                    if replaced < 100 { continue }
+                    return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): it keeps being replaced"))
+                }
             } else {
-                var info = stat()
-                if fs.fstat(descriptor, &info) == 0, POSIX.isRegularFile(info) {
-                    return lock(descriptor, path: path, waitingAtMost: wait, fileSystem: fs)
+                if fs.fstat(descriptor, &found) == 0, POSIX.isRegularFile(found) {
+                    switch lock(descriptor, path: path, waitingAtMost: wait, fileSystem: fs) {
+                    case .locked(let held): return .success(held)
+                    case .failed(let failure): return .failure(failure)
+                    case .replaced:
+                        // Another app moved the file aside while this one waited: the
+                        // lock is on a file nobody else will open. Open the path again.
+                        replaced += 1
+                        if replaced < 100 { continue }
+                        return .failure(
+                            Failure(kind: .unusable, message: "cannot use the lock \(path): it keeps being replaced while locked"))
+                    }
                 }
                 fs.close(descriptor)
                 lastProblem = "something other than a regular file stands there"
             }
-            if let problem = moveAside(path, now: now, fileSystem: fs) {
+            attempt += 1
+            if let problem = moveAside(path, ifStill: found, now: now, fileSystem: fs) {
                 return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): \(lastProblem), and \(problem)"))
             }
         }
@@ -87,19 +106,27 @@ final class FileLock {
                     """))
     }
 
+    /// What locking an open lock file came to.
+    private enum Locking {
+        case locked(FileLock)
+        case failed(Failure)
+        /// The file was locked, but the path names another file by then.
+        case replaced
+    }
+
     private static func lock(
         _ descriptor: Int32, path: String, waitingAtMost wait: Duration, fileSystem fs: FileSystem
-    ) -> Result<FileLock, Failure> {
+    ) -> Locking {
         let deadline = ContinuousClock.now + wait
         while fs.flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             guard code == EWOULDBLOCK else {
                 fs.close(descriptor)
-                return .failure(Failure(kind: .unusable, message: "cannot lock \(path): \(POSIX.message(code))"))
+                return .failed(Failure(kind: .unusable, message: "cannot lock \(path): \(POSIX.message(code))"))
             }
             guard ContinuousClock.now < deadline else {
                 fs.close(descriptor)
-                return .failure(
+                return .failed(
                     Failure(
                         kind: .timedOut,
                         message: """
@@ -109,18 +136,34 @@ final class FileLock {
             }
             usleep(2_000)
         }
-        return .success(FileLock(descriptor: descriptor, fileSystem: fs))
+        // Another app may have moved this file aside meanwhile (it saw what stood
+        // here before this file did): a lock on it would lock nobody else out.
+        var locked = stat()
+        var current = stat()
+        guard fs.fstat(descriptor, &locked) == 0, fs.lstat(path, &current) == 0, Self.same(locked, current) else {
+            fs.close(descriptor)
+            return .replaced
+        }
+        return .locked(FileLock(descriptor: descriptor, fileSystem: fs))
     }
 
-    /// Renames whatever stands at `path` to `<path>.corrupt-<milliseconds>`, never over an existing name.
+    private static func same(_ a: stat, _ b: stat) -> Bool {
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    /// Renames what stands at `path` to `<path>.corrupt-<milliseconds>`, never over
+    /// an existing name, if it is still `found`: another app may have moved it aside
+    /// and made a good lock file there since, which must stay.
     ///
-    /// - Returns: Why it could not be moved, or `nil` once the path is free.
-    private static func moveAside(_ path: String, now: Date, fileSystem fs: FileSystem) -> String? {
+    /// - Returns: Why it could not be moved, or `nil` once the path is free or holds something else.
+    private static func moveAside(_ path: String, ifStill found: stat, now: Date, fileSystem fs: FileSystem) -> String? {
         let (directory, name) = AtomicFile.split(path)
         let suffix = ".corrupt-\(Milliseconds.since1970(now))"
         for attempt in 0..<1000 {
             let target = directory + "/" + AtomicFile.quarantineName(name, suffix: attempt == 0 ? suffix : "\(suffix)-\(attempt)")
             guard case .failure(let error) = fs.linkStatus(target), error.code == ENOENT else { continue }
+            var current = stat()
+            guard fs.lstat(path, &current) == 0, same(current, found) else { return nil }
             if fs.rename(path, target) == 0 || errno == ENOENT { return nil }
             return "it cannot be moved aside: \(POSIX.message(errno)); remove it by hand"
         }
