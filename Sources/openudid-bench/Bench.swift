@@ -95,6 +95,14 @@ final class Bench {
         return child
     }
 
+    /// Starts three `openudid serve` apps, `<prefix>1` to `<prefix>3`, with `options`.
+    func serveThree(_ prefix: String, _ options: [String]) throws -> [Child] {
+        try (1...3).map { index in
+            try Child(
+                tools.openudid, ["serve", "--app", "\(prefix)\(index)"] + options, environment: environment, scratch: scratch.path)
+        }
+    }
+
     /// Starts `count` owners at once and waits until every one serves.
     func startOwners(_ argumentLists: [[String]]) throws -> [Child] {
         let children = try argumentLists.map { try Child(tools.helper, ["own"] + $0, environment: environment, scratch: scratch.path) }

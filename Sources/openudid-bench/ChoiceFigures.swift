@@ -12,11 +12,7 @@ extension Bench {
         log("the user's opt-out and reset, heard by three serving apps")
         let namespace = "choices"
         let common = ["--namespace", namespace, "--mirror", "file"]
-        let servers = try (1...3).map { index in
-            try Child(
-                tools.openudid, ["serve", "--app", "com.bench.choice\(index)"] + common, environment: environment,
-                scratch: scratch.path)
-        }
+        let servers = try serveThree("com.bench.choice", common)
         defer { servers.forEach { $0.stop() } }
         let zeros = Identifier.optedOut.hex
         guard var current = agreed(servers, within: 30, on: { $0 != zeros })?.value else {

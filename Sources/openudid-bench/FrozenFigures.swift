@@ -13,11 +13,7 @@ extension Bench {
         log("openudid get beside three serving apps, one of them frozen")
         let namespace = "frozen"
         let common = ["--namespace", namespace, "--mirror", "none"]
-        let servers = try (1...3).map { index in
-            try Child(
-                tools.openudid, ["serve", "--app", "com.bench.serve\(index)"] + common, environment: environment,
-                scratch: scratch.path)
-        }
+        let servers = try serveThree("com.bench.serve", common)
         defer {
             servers.forEach {
                 $0.signal(SIGCONT)
