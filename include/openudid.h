@@ -273,6 +273,16 @@ char *openudid_report_json(openudid *handle);
  * one participation per handle). */
 int openudid_participate(openudid *handle, void (*on_change)(const char *id, void *ctx), void *ctx);
 
+/* Like openudid_participate, but returns at once: the first resolution (which
+ * reads the X server, the files and the Secret Service, seconds with a slow
+ * keyring) runs on a thread of the library's, and `on_change` hears the first
+ * identifier when it is done. Call this one from a GUI main loop, and leave the
+ * calls that resolve (openudid_value, openudid_report_json) until the first
+ * on_change. openudid_close while it starts is safe: no callback runs after
+ * openudid_close returns.
+ * Errors: those of openudid_participate. */
+int openudid_participate_async(openudid *handle, void (*on_change)(const char *id, void *ctx), void *ctx);
+
 /* Opts this app out: it reports 40 zeros, publishes that it opted out and no
  * longer votes, until openudid_opt_in. Kept in the app's local cache, so it
  * lasts across restarts. A participating handle publishes the change at once

@@ -36,6 +36,8 @@ typedef struct {
     const char *namespace_name;
     openudid_mirror mirror;
     int status;
+    /* Set on the first change: until then the first resolution is still running. */
+    gboolean started;
 } Mail;
 
 /* "0123abcd4567..." as "0123abcd 4567...": groups of eight, easy to compare across windows. */
@@ -102,6 +104,8 @@ typedef struct {
     char *id;
 } Change;
 
+static void opt_out_toggled(GObject *toggle, GParamSpec *spec, gpointer data);
+
 /* On the GTK main loop: a change the library reported. */
 static gboolean show_change(gpointer data) {
     Change *change = data;
@@ -111,6 +115,22 @@ static gboolean show_change(gpointer data) {
     printf("%s\n", change->id);
     fflush(stdout);
     if (mail->udid == NULL) return G_SOURCE_REMOVE;
+    if (!mail->started) {
+        mail->started = TRUE;
+        /* The switch shows the opt-out the app kept from an earlier run. */
+        char *json = openudid_report_json(mail->udid);
+        JsonParser *parser = json_parser_new();
+        if (json != NULL && json_parser_load_from_data(parser, json, -1, NULL)) {
+            JsonObject *report = json_node_get_object(json_parser_get_root(parser));
+            JsonNode *opted = json_object_get_member(report, "optedOut");
+            gboolean out = opted != NULL && !json_node_is_null(opted) && g_strcmp0(json_node_get_string(opted), "app") == 0;
+            g_signal_handlers_block_by_func(mail->opt_out, opt_out_toggled, mail);
+            gtk_switch_set_active(GTK_SWITCH(mail->opt_out), out);
+            g_signal_handlers_unblock_by_func(mail->opt_out, opt_out_toggled, mail);
+        }
+        g_object_unref(parser);
+        openudid_free(json);
+    }
 
     char *shown = grouped(change->id);
     gtk_label_set_text(GTK_LABEL(mail->identifier), shown);
@@ -149,7 +169,7 @@ static void on_change(const char *id, void *context) {
 /* Twice a second: other apps come, go and vote without changing the identifier. */
 static gboolean refresh_provenance(gpointer data) {
     Mail *mail = data;
-    if (mail->udid != NULL) show_provenance(mail);
+    if (mail->udid != NULL && mail->started) show_provenance(mail);
     return G_SOURCE_CONTINUE;
 }
 
@@ -261,25 +281,13 @@ static void activate(GtkApplication *application, gpointer data) {
 
     gtk_window_set_child(GTK_WINDOW(window), box);
 
-    /* The switch shows the opt-out the app kept from an earlier run. */
-    char id[OPENUDID_VALUE_SIZE];
-    char *json = openudid_report_json(mail->udid);
-    JsonParser *parser = json_parser_new();
-    if (json != NULL && json_parser_load_from_data(parser, json, -1, NULL)) {
-        JsonObject *report = json_node_get_object(json_parser_get_root(parser));
-        JsonNode *opted = json_object_get_member(report, "optedOut");
-        if (opted != NULL && !json_node_is_null(opted) && g_strcmp0(json_node_get_string(opted), "app") == 0) {
-            gtk_switch_set_active(GTK_SWITCH(mail->opt_out), TRUE);
-        }
-    }
-    g_object_unref(parser);
-    openudid_free(json);
     g_signal_connect(mail->opt_out, "notify::active", G_CALLBACK(opt_out_toggled), mail);
 
-    if (openudid_participate(mail->udid, on_change, mail) != OPENUDID_OK) {
+    /* The window is up at once; the first resolution runs on a library thread
+     * and its identifier comes through on_change like every later one. */
+    if (openudid_participate_async(mail->udid, on_change, mail) != OPENUDID_OK) {
         fprintf(stderr, "gtk-mail: %s\n", openudid_last_error());
     }
-    if (openudid_value(mail->udid, id) == OPENUDID_OK) show_provenance(mail);
     g_timeout_add(500, refresh_provenance, mail);
     g_unix_signal_add(SIGUSR1, flip_opt_out, mail);
     g_unix_signal_add(SIGTERM, quit, mail);

@@ -7,7 +7,16 @@ import Synchronization
 /// What `openudid *` stands for: an `OpenUDID` and, once asked for, its participation.
 final class Handle: Sendable {
     let udid: OpenUDID
-    private let participating = Mutex<Participating?>(nil)
+    private let state = Mutex<State>(.idle)
+
+    /// Where the handle's participation stands.
+    private enum State {
+        case idle
+        /// `openudid_participate_async` is making the first resolution.
+        case starting
+        case running(Participating)
+        case closed
+    }
 
     init(_ udid: OpenUDID) {
         self.udid = udid
@@ -15,26 +24,58 @@ final class Handle: Sendable {
 
     /// The running participation, if any.
     var participation: Participation? {
-        participating.withLock { $0?.participation }
+        state.withLock { state in
+            if case .running(let participating) = state { return participating.participation }
+            return nil
+        }
     }
 
-    /// Starts participating, calling `listener` (when given) with each change.
-    func participate(_ listener: ChangeListener?) throws(CallFailure) {
-        try participating.withLock { (current: inout Participating?) throws(CallFailure) in
-            guard current == nil else {
-                throw CallFailure(
-                    .busy,
-                    "openudid_participate: \(udid.app.id) already participates through this handle; "
-                        + "one participation per handle (openudid_close ends it)")
+    /// Starts participating, calling `listener` (when given) with each change;
+    /// returns once the first resolution is served.
+    func participate(_ listener: ChangeListener?, function: String) throws(CallFailure) {
+        try state.withLock { (state: inout State) throws(CallFailure) in
+            try Self.checkIdle(state, function: function, app: udid.app.id)
+            state = .running(Participating(udid.participate(), listener: listener))
+        }
+    }
+
+    /// Starts participating on a thread of the library's and returns at once;
+    /// `listener` hears the first identifier when the first resolution is done.
+    func participateInBackground(_ listener: ChangeListener?, function: String) throws(CallFailure) {
+        try state.withLock { (state: inout State) throws(CallFailure) in
+            try Self.checkIdle(state, function: function, app: udid.app.id)
+            state = .starting
+        }
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let participation = self.udid.participate()
+            let kept = state.withLock { state -> Bool in
+                guard case .starting = state else { return false }
+                state = .running(Participating(participation, listener: listener))
+                return true
             }
-            current = Participating(udid.participate(), listener: listener)
+            // Closed meanwhile: nothing of it may outlive the handle.
+            if !kept { participation.stop() }
+        }
+    }
+
+    private static func checkIdle(_ state: State, function: String, app: String) throws(CallFailure) {
+        guard case .idle = state else {
+            throw CallFailure(
+                .busy,
+                "\(function): \(app) already participates through this handle; one participation per handle (openudid_close ends it)")
         }
     }
 
     /// Ends the participation: no callback runs after this returns (unless
-    /// called from that callback), and the selection slot is released.
+    /// called from that callback), and the selection slot is released. A
+    /// participation still starting is stopped as soon as it is made.
     func close() {
-        participating.withLock { $0 }?.stop()
+        let running = state.withLock { state -> Participating? in
+            defer { state = .closed }
+            if case .running(let participating) = state { return participating }
+            return nil
+        }
+        running?.stop()
     }
 }
 

@@ -13,7 +13,21 @@ public func openudid_participate(
 ) -> Int32 {
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: "openudid_participate")
-        try handle.participate(onChange.map { ChangeListener($0, context: context) })
+        try handle.participate(onChange.map { ChangeListener($0, context: context) }, function: "openudid_participate")
+    }
+}
+
+/// `openudid_participate_async`: the same, returning at once; `on_change` hears the first identifier.
+@c @implementation
+public func openudid_participate_async(
+    _ pointer: OpaquePointer?,
+    _ onChange: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void)?,
+    _ context: UnsafeMutableRawPointer?
+) -> Int32 {
+    status { () throws(CallFailure) in
+        let handle = try handle(pointer, of: "openudid_participate_async")
+        try handle.participateInBackground(
+            onChange.map { ChangeListener($0, context: context) }, function: "openudid_participate_async")
     }
 }
 

@@ -103,6 +103,17 @@ static void arguments(void) {
     report("openudid_participate(handle NULL)", openudid_participate(NULL, NULL, NULL));
     report("openudid_participate", openudid_participate(udid, NULL, NULL));
     report("openudid_participate(twice)", openudid_participate(udid, NULL, NULL));
+    report("openudid_participate_async(handle NULL)", openudid_participate_async(NULL, NULL, NULL));
+    report("openudid_participate_async(already participating)", openudid_participate_async(udid, NULL, NULL));
+    {
+        /* Closed while its first resolution still runs: nothing may outlive the handle. */
+        openudid *starting = NULL;
+        report("openudid_open(starting)", openudid_open("org.example.starting", NULL, &starting));
+        report("openudid_participate_async", openudid_participate_async(starting, NULL, NULL));
+        report("openudid_participate_async(twice)", openudid_participate_async(starting, NULL, NULL));
+        openudid_close(starting);
+        said("openudid_close(while starting)", "survived");
+    }
     report("openudid_opt_out(handle NULL)", openudid_opt_out(NULL));
     report("openudid_opt_in(handle NULL)", openudid_opt_in(NULL));
     report("openudid_grant_consent(handle NULL)", openudid_grant_consent(NULL));
