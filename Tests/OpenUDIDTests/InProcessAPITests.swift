@@ -58,11 +58,26 @@ import XSelection
         #expect(back?.identifier.hex == chess["id"] as? String)
     }
 
-    @Test func anAppMovesToAnotherSlotWhileItsHostBlocksTheSharedTaskPool() async throws {
+    /// notes taking part on an X server of its own, so that a slot's move never
+    /// waits behind other tests' floods; the server is returned to keep it running.
+    private func notesOnAServerOfItsOwn() async throws -> (PrivateXServer, TestSession, Participation) {
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
-        let participation = await notes.participate()
+        return (server, session, await notes.participate())
+    }
+
+    /// Takes slot 0 by force, as a stranger on the display would, serving bytes that are no record.
+    private func stealSlotZero(_ session: TestSession) throws -> SelectionOwner {
+        let thief = try SelectionOwner(display: session.display)
+        try thief.claim(
+            SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
+            payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
+        return thief
+    }
+
+    @Test func anAppMovesToAnotherSlotWhileItsHostBlocksTheSharedTaskPool() async throws {
+        let (server, session, participation) = try await notesOnAServerOfItsOwn()
         defer { participation.stop() }
         #expect(participation.slot == 0)
 
@@ -74,35 +89,26 @@ import XSelection
         for _ in 0..<width { Task.detached { release.wait() } }
         defer { for _ in 0..<width { release.signal() } }
 
-        let thief = try SelectionOwner(display: server.display)
-        try thief.claim(
-            SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
-            payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
+        let thief = try stealSlotZero(session)
         #expect(eventually(timeout: 15) { participation.slot == 1 }, "slot: \(String(describing: participation.slot))")
+        withExtendedLifetime((server, thief)) {}
     }
 
     @Test func anAppWhoseSlotIsTakenMovesToTheNextFreeSlot() async throws {
-        // An X server of its own: the move must not wait behind other tests' floods.
-        let server = try PrivateXServer()
-        let session = try TestSession(display: server.display)
-        let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
-        let participation = await notes.participate()
+        let (server, session, participation) = try await notesOnAServerOfItsOwn()
         defer { participation.stop() }
         let changes = SequenceReader(participation.changes)
         #expect(await changes.next().element != nil)
         #expect(participation.slot == 0)
 
-        // A stranger takes slot 0 by force.
-        let thief = try SelectionOwner(display: server.display)
-        try thief.claim(
-            SelectionName("_OPENUDID_\(session.namespace)_SLOT_0"),
-            payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("not a record".utf8))])
+        let thief = try stealSlotZero(session)
         #expect(eventually(timeout: 15) { participation.slot == 1 }, "slot: \(String(describing: participation.slot))")
         let survey = try Survey.take(configuration: configuration(session))
         let moved = survey.entries.first { $0.kind == "selection" && $0.slot == 1 }
         #expect((try? moved?.record.get())?.app == "com.acme.notes")
         let squatted = try #require(survey.entries.first { $0.kind == "selection" && $0.slot == 0 }, "slot 0 is not listed")
         #expect(throws: (any Error).self, "the stranger's bytes are no record") { try squatted.record.get() }
+        withExtendedLifetime((server, thief)) {}
     }
 
     @Test func invalidAppIdsAndNamespacesAreClearErrors() throws {
