@@ -2,15 +2,18 @@
 import PackageDescription
 
 // How libopenudid.so is linked: the Swift runtime and FoundationEssentials
-// (not Foundation, nor its ICU data) from their static archives (the group lets them resolve each other in any order),
-// every symbol resolved at link time, a SONAME, and exports.map. The
-// toolchain's lld packs the relative relocations (DT_RELR, glibc 2.36 and
-// later), which saves a C host 1.7 MiB of relocation table read at load.
+// (not Foundation, nor its ICU data) from their static archives, every symbol
+// resolved at link time, a SONAME, and exports.map. Two choices keep what a C
+// host pays for it small (docs/BENCHMARKS.md, footprint.c-host.gain):
+// - the toolchain's lld packs the relative relocations (DT_RELR, glibc 2.36
+//   and later), which saves a host 1.7 MiB of relocation table read at load;
+// - link/ comes first on the library path: its libstdc++.so is a linker script
+//   that takes the C++ runtime the Swift runtime needs from libstdc++.a.
+let libopenudidLink = "\(Context.packageDirectory)/Sources/libopenudid/link"
 let libopenudidLinkerFlags = [
+    "-L", libopenudidLink,
     "-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-    "-Xlinker", "--start-group",
     "-lFoundationEssentials", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization",
-    "-Xlinker", "--end-group",
     "-Xlinker", "-soname=libopenudid.so.1",
     "-Xlinker", "-z", "-Xlinker", "defs",
     "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/libopenudid/exports.map"
@@ -61,7 +64,7 @@ let package = Package(
         .target(
             name: "libopenudid",
             dependencies: ["OpenUDIDKit", "COpenUDID", "CommandLineKit"],
-            exclude: ["exports.map"],
+            exclude: ["exports.map", "link"],
             linkerSettings: [.unsafeFlags(libopenudidLinkerFlags)]
         ),
 
