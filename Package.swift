@@ -3,17 +3,20 @@ import PackageDescription
 
 // How libopenudid.so is linked: the Swift runtime and FoundationEssentials
 // (not Foundation, nor its ICU data) from their static archives, every symbol
-// resolved at link time, a SONAME, and exports.map. Two choices keep what a C
+// resolved at link time, a SONAME, and exports.map. Three choices keep what a C
 // host pays for it small (docs/BENCHMARKS.md, footprint.c-host.gain):
 // - the toolchain's lld packs the relative relocations (DT_RELR, glibc 2.36
 //   and later), which saves a host 1.7 MiB of relocation table read at load;
 // - link/ comes first on the library path: its libstdc++.so is a linker script
-//   that takes the C++ runtime the Swift runtime needs from libstdc++.a.
+//   that takes the C++ runtime the Swift runtime needs from libstdc++.a;
+// - link/order.txt (scripts/order-libopenudid) lists the functions a host
+//   runs, which lld places side by side at the front of the code.
 let libopenudidLink = "\(Context.packageDirectory)/Sources/libopenudid/link"
 let libopenudidLinkerFlags = [
     "-L", libopenudidLink,
     "-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
     "-lFoundationEssentials", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization",
+    "-Xlinker", "--symbol-ordering-file=\(libopenudidLink)/order.txt", "-Xlinker", "--no-warn-symbol-ordering",
     "-Xlinker", "-soname=libopenudid.so.1",
     "-Xlinker", "-z", "-Xlinker", "defs",
     "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/libopenudid/exports.map"

@@ -1,3 +1,4 @@
+import DesktopSandbox
 import Foundation
 
 extension Bench {
@@ -87,8 +88,10 @@ extension Bench {
             return skip("needs libopenudid beside openudid-bench: swift build -c release --product libopenudid")
         }
         // The header of this checkout: the benchmark runs where it was built.
-        let include = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("include").path
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let include = root.appendingPathComponent("include").path
+        checkOrderFile(root.appendingPathComponent("Sources/libopenudid/link/order.txt").path, library: library)
         guard FileManager.default.fileExists(atPath: include + "/openudid.h") else {
             return skip("cannot find include/openudid.h at \(include)")
         }
@@ -125,6 +128,23 @@ extension Bench {
         results.add(Figure("footprint.c-host.rss", plainName, unit: .bytes, samples: without))
         results.add(Figure("footprint.c-host.participating.rss", withName, unit: .bytes, samples: with, baseline: "footprint.c-host.rss"))
         results.add(Figure("footprint.c-host.gain", gainName, unit: .bytes, samples: gain, target: .atMost(8 * 1_048_576)))
+    }
+
+    /// Says when the library's order file has gone stale: the functions it
+    /// lists are placed side by side at the front of the library's code, and
+    /// those of its names the library no longer has are spread out again, which
+    /// a C host pays for in pages (scripts/order-libopenudid writes the file).
+    private func checkOrderFile(_ path: String, library: String) {
+        guard let nm = Tools.find("nm"), let listed = try? String(contentsOfFile: path, encoding: .utf8),
+            let symbols = try? runCommand(nm, ["--defined-only", library], environment: environment, timeout: 60),
+            symbols.status == 0
+        else { return }
+        let defined = Set(symbols.standardOutput.split(separator: "\n").compactMap { $0.split(separator: " ").last })
+        let names = listed.split(separator: "\n")
+        let gone = names.filter { !defined.contains($0) }.count
+        if gone * 20 > names.count {
+            log("\(gone) of the \(names.count) functions \(path) lists are gone from the library; run scripts/order-libopenudid")
+        }
     }
 
     /// Runs one C host and returns the RSS it reported, in bytes.
