@@ -169,6 +169,44 @@ public final class SelectionOwner: Sendable {
         try perform { core throws(XSelectionError) in try core.release(selection) }
     }
 
+    /// What `watchOwners(of:)` reports: the owners when the watch began, and
+    /// every change after, in server order.
+    public struct OwnerWatch: Sendable {
+        /// The owners when the subscription began (nil: no owner).
+        public let initialOwners: [SelectionName: SelectionHolder?]
+        /// The changes, as a `SelectionWatcher` reports them. It finishes when
+        /// the owner closes or a later `watchOwners(of:)` replaces this watch,
+        /// and ends with `.connectionLost` when the server goes away.
+        public let events: AsyncStream<SelectionWatcher.Event>
+    }
+
+    /// Reports, through XFixes, every change of the owners of `selections`,
+    /// on this owner's own connection and thread.
+    ///
+    /// It reports what a `SelectionWatcher` of the same selections would,
+    /// without a connection and a thread of its own: a program that owns
+    /// selections and watches others needs one connection to the X server
+    /// instead of two, which counts on a server that admits 256 clients. The
+    /// claims and releases of this owner are reported too; their holder's
+    /// window is `window`. One watch at a time: a later call replaces the
+    /// selections watched and finishes the earlier watch's `events`.
+    ///
+    /// - Parameter selections: The selections to watch.
+    /// - Returns: The owners when the watch began, and the changes.
+    /// - Throws: `XSelectionError` when the server lacks XFixes, the connection
+    ///   is lost, or the server does not answer.
+    public func watchOwners(of selections: [SelectionName]) throws(XSelectionError) -> OwnerWatch {
+        let (stream, continuation) = AsyncStream<SelectionWatcher.Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let unique = Array(Set(selections)).sorted()
+        do throws(XSelectionError) {
+            let owners = try perform { core throws(XSelectionError) in try core.watch(unique, events: continuation) }
+            return OwnerWatch(initialOwners: owners, events: stream)
+        } catch {
+            continuation.finish()
+            throw error
+        }
+    }
+
     /// The selections this owner holds now.
     public func heldSelections() throws(XSelectionError) -> [SelectionName] {
         try perform { core in core.heldNames }

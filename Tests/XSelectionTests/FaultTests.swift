@@ -43,6 +43,7 @@ import Testing
         let watcher = try SelectionWatcher(display: server.display, selections: ["_T_FAULT_CRASH"])
         let ownerEvents = SequenceReader(owner.events)
         let watcherEvents = SequenceReader(watcher.events)
+        let ownerWatchEvents = SequenceReader(try owner.watchOwners(of: ["_T_FAULT_CRASH_OTHER"]).events)
 
         server.kill()
 
@@ -60,9 +61,16 @@ import Testing
             return
         }
         #expect(watcherError.kind == .connectionLost)
-        // Both streams end after the loss.
+        let ownerWatchEvent = await ownerWatchEvents.next(timeout: .seconds(20))
+        guard case .element(.connectionLost(let ownerWatchError)) = ownerWatchEvent else {
+            Issue.record("the owner's watch reported \(String(describing: ownerWatchEvent)), not the lost connection")
+            return
+        }
+        #expect(ownerWatchError.kind == .connectionLost)
+        // Every stream ends after the loss.
         #expect(await ownerEvents.next(timeout: .seconds(20)) == .finished)
         #expect(await watcherEvents.next(timeout: .seconds(20)) == .finished)
+        #expect(await ownerWatchEvents.next(timeout: .seconds(20)) == .finished)
 
         let readError = #expect(throws: XSelectionError.self) {
             try reader.read("_T_FAULT_CRASH", target: "UTF8_STRING")

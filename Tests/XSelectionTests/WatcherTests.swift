@@ -108,4 +108,71 @@ import Testing
         let reader = try SelectionReader(display: display)
         #expect(try reader.read(name, target: "UTF8_STRING") == .noOwner)
     }
+
+    // MARK: An owner's watch, on its own connection
+
+    @Test func anOwnerWatchesOtherSelectionsOnItsOwnConnectionAndGoesOnServing() async throws {
+        let names: [SelectionName] = ["_T_OWATCH_0", "_T_OWATCH_1", "_T_OWATCH_2"]
+        // One of them is owned before the watch begins.
+        let (early, earlyWindow) = try startSelectionHelperReportingWindow(
+            display: display, ["own", "--prefix", "_T_OWATCH_0", "--text", "early"])
+        let owner = try SelectionOwner(display: display)
+        try owner.claim("_T_OWATCH_MINE", payloads: [text("mine")])
+        let watch = try owner.watchOwners(of: names)
+        let events = SequenceReader(watch.events)
+        #expect(watch.initialOwners[names[0]]??.window == XWindow(earlyWindow))
+        #expect(watch.initialOwners[names[1]] == .some(nil))
+        #expect(watch.initialOwners[names[2]] == .some(nil))
+
+        // Another process claims the second: reported with its window.
+        let (helper, window) = try startSelectionHelperReportingWindow(
+            display: display, ["own", "--prefix", "_T_OWATCH_1", "--text", "x"])
+        guard case .element(.changed(names[1], .newOwner(let holder?), _)) = await events.next() else {
+            Issue.record("the claim of \(names[1]) was not reported")
+            return
+        }
+        #expect(holder.window == XWindow(window))
+
+        // The owner's own claim is reported too, with its own window.
+        try owner.claim(names[2], payloads: [text("third")])
+        guard case .element(.changed(names[2], .newOwner(let ours?), _)) = await events.next() else {
+            Issue.record("the owner's own claim of \(names[2]) was not reported")
+            return
+        }
+        #expect(ours.window == owner.window)
+
+        // The owner still serves, what it held before the watch and after.
+        let reader = try SelectionReader(display: display)
+        #expect(try reader.read("_T_OWATCH_MINE", target: "UTF8_STRING").value?.bytes == Array("mine".utf8))
+        #expect(try reader.read(names[2], target: "UTF8_STRING").value?.bytes == Array("third".utf8))
+
+        // The first owner dies: its client's closing is reported.
+        early.signal(SIGKILL)
+        #expect(early.wait(timeout: 20) != nil)
+        let closed = await events.next()
+        guard case .element(.changed(names[0], .ownerClientClosed, _)) = closed else {
+            Issue.record("expected the closing of \(names[0])'s client, got \(String(describing: closed))")
+            return
+        }
+        #expect(await events.next(timeout: .seconds(1)) == .timedOut)
+        _ = helper
+    }
+
+    @Test func aSecondWatchReplacesTheFirst() async throws {
+        let owner = try SelectionOwner(display: display)
+        let first = SequenceReader(try owner.watchOwners(of: ["_T_OWATCH_FIRST"]).events)
+        let second = SequenceReader(try owner.watchOwners(of: ["_T_OWATCH_SECOND"]).events)
+        #expect(await first.next() == .finished)
+
+        let other = try SelectionOwner(display: display)
+        try other.claim("_T_OWATCH_FIRST", payloads: [text("no longer watched")])
+        try other.claim("_T_OWATCH_SECOND", payloads: [text("watched")])
+        let event = await second.next()
+        guard case .element(.changed("_T_OWATCH_SECOND", .newOwner(let holder?), _)) = event else {
+            Issue.record("expected the claim of the selection watched now, got \(String(describing: event))")
+            return
+        }
+        #expect(holder.window == other.window)
+        #expect(await second.next(timeout: .seconds(1)) == .timedOut)
+    }
 }

@@ -38,6 +38,8 @@ final class OwnerCore {
         case request(Request)
         case cleared(selection: UInt, window: UInt)
         case propertyChanged(window: UInt, property: UInt, time: UInt, deleted: Bool)
+        /// XFixes: the owner of a watched selection changed (`SelectionOwner.watchOwners(of:)`).
+        case ownerChanged(selection: UInt, subtype: Int32, owner: UInt, time: UInt)
     }
 
     private struct TransferKey: Hashable {
@@ -84,6 +86,11 @@ final class OwnerCore {
     /// whose reply follows the last event queued before the hold, and when the
     /// hold began.
     private var catchingUp: (fence: UInt32, since: ContinuousClock.Instant)?
+    /// The first event number of XFixes, when the server has it.
+    private var fixesEventBase: Int32?
+    /// The selections whose owner changes this connection reports, and where to.
+    private var watched: [UInt: SelectionName] = [:]
+    private var watchEvents: AsyncStream<SelectionWatcher.Event>.Continuation?
 
     // Atoms every owner needs.
     private let targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom: UInt
@@ -104,6 +111,17 @@ final class OwnerCore {
         let ceiling = max(connection.maxRequestBytes - 256, 4096)
         incrThreshold = min(options.incrThreshold ?? ceiling, ceiling)
         chunkSize = max(4, (incrThreshold / 4) * 4)
+        // XFixes is set up now, through libX11, whose round trips would take
+        // into its own queue any event that arrived meanwhile: with nothing
+        // owned yet, no request of a reader can be among them.
+        var eventBase: Int32 = 0
+        var errorBase: Int32 = 0
+        if XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 {
+            var major: Int32 = 0
+            var minor: Int32 = 0
+            XFixesQueryVersion(connection.display, &major, &minor)
+            fixesEventBase = eventBase
+        }
         connection.flush()
     }
 
@@ -134,6 +152,7 @@ final class OwnerCore {
         while !stopRequested {
             guard connection.isAlive else {
                 events.yield(.connectionLost(.connectionLost(connection.name)))
+                watchEvents?.yield(.connectionLost(.connectionLost(connection.name)))
                 break
             }
             // A bounded batch, taken from libxcb one event at a time: under a
@@ -173,6 +192,7 @@ final class OwnerCore {
         transfers.removeAll()
         connection.close()
         events.finish()
+        watchEvents?.finish()
     }
 
     // MARK: Catching up with a flood
@@ -272,6 +292,15 @@ final class OwnerCore {
             return .propertyChanged(
                 window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
                 deleted: Int32(notify.state) == PropertyDelete)
+        case let type where type == fixesEventBase.map({ $0 + XFixesSelectionNotify }):
+            // xcb_xfixes_selection_notify_event_t: subtype at byte 1, then the
+            // window, the owner, the selection and the time, from byte 4.
+            let bytes = UnsafeRawPointer(raw)
+            return .ownerChanged(
+                selection: UInt(bytes.load(fromByteOffset: 12, as: UInt32.self)),
+                subtype: Int32(bytes.load(fromByteOffset: 1, as: UInt8.self)),
+                owner: UInt(bytes.load(fromByteOffset: 8, as: UInt32.self)),
+                time: UInt(bytes.load(fromByteOffset: 16, as: UInt32.self)))
         default:
             return nil
         }
@@ -289,6 +318,20 @@ final class OwnerCore {
             if deleted {
                 continueTransfer(TransferKey(requestor: changed, property: property))
             }
+        case .ownerChanged(let selection, let subtype, let owner, let time):
+            guard let name = watched[selection] else { return }
+            let change: SelectionWatcher.Change
+            switch subtype {
+            case XFixesSetSelectionOwnerNotify:
+                change = .newOwner(
+                    owner == 0
+                        ? nil : SelectionHolder(window: XWindow(UInt32(truncatingIfNeeded: owner)), client: connection.client(of: owner)))
+            case XFixesSelectionWindowDestroyNotify:
+                change = .ownerWindowDestroyed
+            default:
+                change = .ownerClientClosed
+            }
+            watchEvents?.yield(.changed(name, change, time: XTimestamp(UInt32(truncatingIfNeeded: time))))
         }
     }
 
@@ -441,6 +484,59 @@ final class OwnerCore {
             connection.flushRequests()
             unflushed = false
         }
+    }
+
+    // MARK: Watching other selections
+
+    /// Has XFixes report the owner changes of `names` on this connection, to
+    /// `events` (ending an earlier watch), then looks up their owners: the
+    /// subscription comes first, so no change falls between the two.
+    func watch(_ names: [SelectionName], events: AsyncStream<SelectionWatcher.Event>.Continuation) throws(XSelectionError)
+        -> [SelectionName: SelectionHolder?]
+    {
+        try connection.checkAlive()
+        guard fixesEventBase != nil else {
+            throw XSelectionError(
+                .missingExtension, display: connection.name,
+                "X display \"\(connection.name)\" lacks the XFixes extension, which watching selections needs")
+        }
+        let atoms = try connection.atoms(names.map(\.rawValue))
+        let wanted = Dictionary(zip(atoms, names), uniquingKeysWith: { first, _ in first })
+        // libX11 buffers these; libxcb hands them to the server before the
+        // owner queries below, which go out through it.
+        for atom in watched.keys where wanted[atom] == nil {
+            XFixesSelectSelectionInput(connection.display, connection.root, atom, 0)
+        }
+        let mask = UInt(XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
+        for atom in wanted.keys where watched[atom] == nil {
+            XFixesSelectSelectionInput(connection.display, connection.root, atom, mask)
+        }
+        watchEvents?.finish()
+        watched = wanted
+        watchEvents = events
+        let cookies = atoms.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0)).sequence }
+        connection.flushRequests()
+        var owners: [SelectionName: SelectionHolder?] = [:]
+        do throws(XSelectionError) {
+            // Every reply is taken: xcb keeps one nobody asks for until the connection closes.
+            for (name, cookie) in zip(names, cookies) {
+                var holder: SelectionHolder?
+                if let raw = try reply(to: cookie, what: "selection owner queries") {
+                    let owner = UInt(raw.assumingMemoryBound(to: xcb_get_selection_owner_reply_t.self).pointee.owner)
+                    free(raw)
+                    if owner != 0 {
+                        holder = SelectionHolder(window: XWindow(UInt32(truncatingIfNeeded: owner)), client: connection.client(of: owner))
+                    }
+                }
+                owners[name] = holder
+            }
+        } catch {
+            watchEvents?.finish()
+            watchEvents = nil
+            watched = [:]
+            throw error
+        }
+        return owners
     }
 
     private func prepare(_ payloads: [SelectionPayload]) throws(XSelectionError) -> [UInt: Prepared] {
