@@ -20,6 +20,7 @@ public final class XServer: @unchecked Sendable {
     private var serverPID: pid_t
     private let executable: String
     private let screen: String
+    private let maxClients: Int?
 
     /// How the display number is chosen.
     public enum Numbering: Sendable {
@@ -47,16 +48,22 @@ public final class XServer: @unchecked Sendable {
     /// - Parameters:
     ///   - screen: The size and depth of screen 0, such as `800x600x24`.
     ///   - numbering: How the display number is chosen.
+    ///   - maxClients: The most clients the server admits (Xvfb's `-maxclients`:
+    ///     64 to 2048, a power of two); nil for its default, 256.
     ///   - timeout: How long the server may take to come up, in seconds.
     /// - Throws: `SandboxError` when Xvfb is missing or does not come up.
-    public init(screen: String = "800x600x24", numbering: Numbering = .serverPicks, timeout: TimeInterval = 10) throws(SandboxError) {
+    public init(
+        screen: String = "800x600x24", numbering: Numbering = .serverPicks, maxClients: Int? = nil, timeout: TimeInterval = 10
+    ) throws(SandboxError) {
         executable = try Tools.require("Xvfb", package: "xvfb")
         self.screen = screen
+        self.maxClients = maxClients
         var failure = SandboxError("no free display number for Xvfb")
         for _ in 0..<(numbering == .serverPicks ? 1 : 20) {
             do {
                 let started = try Self.launch(
-                    executable, screen: screen, number: numbering == .serverPicks ? nil : Int.random(in: 3000..<30000), timeout: timeout)
+                    executable, screen: screen, maxClients: maxClients,
+                    number: numbering == .serverPicks ? nil : Int.random(in: 3000..<30000), timeout: timeout)
                 (guardian, number, serverPID) = (started.guardian, started.number, started.pid)
                 return
             } catch {
@@ -77,13 +84,14 @@ public final class XServer: @unchecked Sendable {
         """
 
     private static func launch(
-        _ executable: String, screen: String, number: Int?, timeout: TimeInterval
+        _ executable: String, screen: String, maxClients: Int?, number: Int?, timeout: TimeInterval
     ) throws(SandboxError) -> (guardian: ChildProcess, number: Int, pid: pid_t) {
         // Only Xvfb keeps the guard's standard output (the display pipe), so the
         // pipe ends if Xvfb dies at start-up; its standard error is the guard's.
         let arguments =
             ["-c", guardScript, "xvfb-guard", executable] + (number.map { [":\($0)"] } ?? [])
             + ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", screen, "-noreset"]
+            + (maxClients.map { ["-maxclients", "\($0)"] } ?? [])
         let guardian = try ChildProcess(
             "/bin/sh", arguments, environment: ["PATH": "/usr/bin:/bin"], input: .pipe, reading: .onDemand)
         var pid: pid_t?
@@ -135,7 +143,7 @@ public final class XServer: @unchecked Sendable {
         for attempt in 0..<3 {
             if attempt > 0 { usleep(100_000) }
             do {
-                let started = try Self.launch(executable, screen: screen, number: number, timeout: timeout)
+                let started = try Self.launch(executable, screen: screen, maxClients: maxClients, number: number, timeout: timeout)
                 (guardian, serverPID) = (started.guardian, started.pid)
                 return nil
             } catch {
@@ -143,7 +151,7 @@ public final class XServer: @unchecked Sendable {
             }
         }
         guard elsewhereIfTaken else { throw failure }
-        let started = try Self.launch(executable, screen: screen, number: nil, timeout: timeout)
+        let started = try Self.launch(executable, screen: screen, maxClients: maxClients, number: nil, timeout: timeout)
         let old = number
         (guardian, number, serverPID) = (started.guardian, started.number, started.pid)
         return "the X server could not come back on :\(old) (\(failure)), so it came back on :\(number)"

@@ -61,10 +61,10 @@ final class ParticipationCore: @unchecked Sendable {
     private let udid: OpenUDID
     private let continuation: AsyncStream<Participation.Change>.Continuation
     private let queue = DispatchQueue(label: "OpenUDID.Participation")
-    /// Where the tasks that take the owner's and the watcher's events run.
+    /// Where the tasks that take the owner's events and its watch of the slots run.
     private let events = QueueExecutor(label: "OpenUDID.Participation.events")
+    /// Serves this app's slot and, on the same connection, watches every slot.
     private var owner: SelectionOwner?
-    private var watcher: SelectionWatcher?
     private var slot: Int?
     private var published: SlotRecord?
     private var report: Report?
@@ -142,9 +142,7 @@ final class ParticipationCore: @unchecked Sendable {
             choices?.stop()
             choices = nil
             owner?.close()
-            watcher?.stop()
             owner = nil
-            watcher = nil
             slot = nil
             continuation.finish()
         }
@@ -152,17 +150,23 @@ final class ParticipationCore: @unchecked Sendable {
 
     // MARK: Connection
 
-    /// Opens the owner and watcher; on failure the app goes on without selections.
+    /// Opens the owner, which watches the slots on its own connection (one X
+    /// client per app for both); on failure the app goes on without selections.
     private func connect() {
         guard !stopped, let display = udid.configuration.displayName else { return }
         do throws(XSelectionError) {
             let owner = try SelectionOwner(display: display)
-            let watcher = try SelectionWatcher(display: display, selections: slots.names)
+            let watch: SelectionOwner.OwnerWatch
+            do throws(XSelectionError) {
+                watch = try owner.watchOwners(of: slots.names)
+            } catch {
+                owner.close()
+                throw error
+            }
             self.owner = owner
-            self.watcher = watcher
             let ownWindow = owner.window
             Task(executorPreference: events) { [weak self] in
-                for await event in watcher.events {
+                for await event in watch.events {
                     switch event {
                     case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
                         continue // our own claim
@@ -185,18 +189,15 @@ final class ParticipationCore: @unchecked Sendable {
             }
         } catch {
             owner = nil
-            watcher = nil
             scheduleReconnect()
         }
     }
 
     private func connectionLost() {
         queue.async { [self] in
-            guard !stopped, owner != nil || watcher != nil else { return }
+            guard !stopped, owner != nil else { return }
             owner?.close()
-            watcher?.stop()
             owner = nil
-            watcher = nil
             slot = nil
             published = nil
             resolveAndPublish()

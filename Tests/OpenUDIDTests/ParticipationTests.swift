@@ -112,6 +112,31 @@ enum SharedDisplay {
         #expect(Set(slots.compactMap { $0["id"] as? String }) == Set(seen.prefix(1)))
     }
 
+    /// A participant is two X clients: the connection that serves its slot
+    /// also watches the slots, and its reader is the other. Twenty-four fit on
+    /// a server that admits 64 clients; with a third connection each they
+    /// would not, and an app refused a connection would serve or read nothing.
+    @Test func twentyFourParticipantsFitOnAServerThatAdmitsSixtyFourClients() throws {
+        let server = try PrivateXServer(maxClients: 64)
+        let session = try TestSession(display: server.display)
+        let participants = try (0..<24).map { try session.serve("org.crowd\($0).demo", ["--no-files", "--mirror", "none"]) }
+        defer { participants.forEach { $0.stop() } }
+        let agreed = eventually(timeout: 20) {
+            let current = participants.map(\.current)
+            return current.allSatisfy { $0 != nil } && Set(current).count == 1
+        }
+        #expect(agreed, "identifiers seen: \(participants.map { $0.current ?? "nothing" })")
+        for participant in participants {
+            #expect(
+                !participant.child.standardError.contains("Maximum number of clients"),
+                "\(participant.app): \(participant.child.standardError)")
+        }
+        let survey = try session.run(["slots", "--json"])
+        let slots =
+            (try JSONSerialization.jsonObject(with: Data(survey.standardOutput.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []
+        #expect(slots.filter { $0["kind"] as? String == "selection" }.count == 24)
+    }
+
     /// Group one lives on the shared display; group two forms on a display of
     /// its own, so the two pick different identifiers; then group two's apps
     /// come to group one's display, each group with its own home.
@@ -151,7 +176,7 @@ enum SharedDisplay {
         let visitor = try meeting.report("org.two.d", none)
         #expect(visitor["id"] as? String == y)
         let outranked = (visitor["ignored"] as? [[String: Any]] ?? []).filter { $0["reason"] as? String == "outranked" }
-        #expect(outranked.count == 5, "every slot on the display is outranked by group two's files: \(outranked)")
+        #expect(outranked.count == 5, "every slot on the display is outranked by group two's files: \(visitor)")
         #expect(one.allSatisfy { $0.current == x } && two.allSatisfy { $0.current == y })
     }
 }
