@@ -82,7 +82,7 @@ public final class SelectionReader: @unchecked Sendable {
     ///
     /// - Throws: `XSelectionError` naming the display when it cannot be opened.
     public init(display: String? = nil) throws(XSelectionError) {
-        let core = try ReaderCore(display: display)
+        let core = try withBrokenPipesIgnored { () throws(XSelectionError) in try ReaderCore(display: display) }
         self.core = core
         self.display = core.connection.name
     }
@@ -137,16 +137,21 @@ public final class SelectionReader: @unchecked Sendable {
 
     /// Closes the connection; later calls throw `closed`.
     public func close() {
-        lock.withLock { _ in
-            core?.connection.close()
-            core = nil
+        withBrokenPipesIgnored {
+            lock.withLock { _ in
+                core?.connection.close()
+                core = nil
+            }
         }
     }
 
     private func withCore<T>(_ body: (ReaderCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
-        try lock.withLock { _ throws(XSelectionError) in
-            guard let core else { throw .closed(display) }
-            return try body(core)
+        // The reader talks to the server on the caller's thread.
+        try withBrokenPipesIgnored { () throws(XSelectionError) -> T in
+            try lock.withLock { _ throws(XSelectionError) in
+                guard let core else { throw .closed(display) }
+                return try body(core)
+            }
         }
     }
 }

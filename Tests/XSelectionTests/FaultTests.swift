@@ -34,6 +34,27 @@ import Testing
         #expect(after.value?.bytes == Array("served".utf8), "\(after)")
     }
 
+    /// A write to a server that went away between the library's last read and
+    /// its write raises SIGPIPE on the writing thread, whose default action ends
+    /// the host. Where the library writes, its own threads and the reader's
+    /// calls on the host's thread, the write fails with EPIPE instead, and the
+    /// host's signal mask is as it was. (The race itself cannot be staged with
+    /// a real server on demand; the helper writes to a pipe nobody reads.)
+    @Test func aWriteToAServerThatWentAwayFailsInsteadOfEndingTheHost() throws {
+        let helper = Tools.product("xselection-helper")
+        // The helper gets SIGPIPE's default action: written plainly, it dies of it.
+        let plain = try ChildProcess(helper.path, ["broken-pipe", "--where", "plain"], environment: helperEnvironment)
+        #expect(plain.wait().signal == SIGPIPE)
+
+        let server = try PrivateXServer()
+        for place in ["library-thread", "reader-call"] {
+            let result = try runCommand(
+                helper, ["broken-pipe", "--where", place, "--display", server.display], environment: helperEnvironment)
+            #expect(result.status == 0, "\(place): \(result.standardError)")
+            #expect(result.standardOutput == "EPIPE\nunblocked\n", "\(place)")
+        }
+    }
+
     @Test func aServerCrashIsReportedByEveryObjectAndTheProcessLivesOn() async throws {
         let server = try PrivateXServer()
         let owner = try SelectionOwner(display: server.display)

@@ -201,6 +201,7 @@ package func startThread(_ body: @escaping @Sendable () -> Void) {
         &thread, nil,
         { pointer in
             let start = Unmanaged<Start>.fromOpaque(pointer!).takeRetainedValue()
+            blockBrokenPipes()
             start.body()
             return nil
         }, start)

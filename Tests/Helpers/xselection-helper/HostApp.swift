@@ -81,3 +81,51 @@ func runOpen(display: String?) -> Never {
     report("watcher") { () throws(XSelectionError) in try SelectionWatcher(display: display, selections: ["_XSELECTION_OPEN"]).display }
     exit(0)
 }
+
+/// Writes to a pipe whose reading end is closed, the way libxcb writes to a
+/// server that went away, and prints what came of it: `EPIPE` when the write
+/// failed instead of raising SIGPIPE, then `unblocked` when SIGPIPE is neither
+/// blocked nor pending on the thread afterwards (the host's mask is its own
+/// again). `plain` writes on the main thread as a host would, and dies of the
+/// signal; `library-thread` writes on a thread the library starts;
+/// `reader-call` reads through a SelectionReader first and then writes inside
+/// the guard the reader's calls run in.
+func runBrokenPipe(where place: String, display: String?) -> Never {
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else { fatalError("pipe") }
+    close(ends[0])
+    let writeEnd = ends[1]
+    @Sendable func write() -> String {
+        var byte: UInt8 = 0
+        return Glibc.write(writeEnd, &byte, 1) < 0 && errno == EPIPE ? "EPIPE" : "wrote"
+    }
+    func pipeSignal(blocked: Bool) -> Bool {
+        var set = sigset_t()
+        if blocked { pthread_sigmask(SIG_BLOCK, nil, &set) } else { sigpending(&set) }
+        return sigismember(&set, SIGPIPE) == 1
+    }
+    switch place {
+    case "library-thread":
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex("")
+        startThread {
+            result.withLock { $0 = write() }
+            done.signal()
+        }
+        done.wait()
+        say(result.withLock { $0 })
+    case "reader-call":
+        do throws(XSelectionError) {
+            let reader = try SelectionReader(display: display)
+            _ = try reader.read("_XSELECTION_BROKEN_PIPE", target: "UTF8_STRING")
+        } catch {
+            say("error \(error.message)")
+            exit(1)
+        }
+        say(withBrokenPipesIgnored { write() })
+    default:
+        say(write())
+    }
+    say(pipeSignal(blocked: true) || pipeSignal(blocked: false) ? "still blocked or pending" : "unblocked")
+    exit(0)
+}

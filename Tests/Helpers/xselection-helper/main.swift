@@ -92,6 +92,14 @@ let helper = Command(
             "open", abstract: "open a display through XSelection and report how it went",
             options: [.value("display", "D", help: "the display (default: $DISPLAY)")]),
         Command(
+            "broken-pipe", abstract: "write to a pipe nobody reads, as a write to a server that went away is, and report",
+            options: [
+                .value(
+                    "where", "W", help: "where the write happens", default: "plain",
+                    check: .oneOf(["plain", "library-thread", "reader-call"])),
+                .value("display", "D", help: "with reader-call, the display a reader reads first (default: $DISPLAY)")
+            ]),
+        Command(
             "time", abstract: "time plain-Xlib reads: the baselines of the benchmark",
             options: [
                 .value(
@@ -202,6 +210,8 @@ case "host-error-handler":
     runHostWithErrorHandler(selection: value("selection"))
 case "open":
     runOpen(display: arguments["display"])
+case "broken-pipe":
+    runBrokenPipe(where: value("where"), display: arguments["display"])
 case "time":
     runTiming(
         what: value("what"), prefix: value("prefix"), count: number("count"), target: value("target"),
