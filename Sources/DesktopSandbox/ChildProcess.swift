@@ -68,6 +68,7 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: String, _ arguments: [String], environment: [String: String], input: Input = .none,
         reading: Reading = .continuously
     ) throws(SandboxError) {
+        Self.ignoreBrokenPipes
         name = (executable as NSString).lastPathComponent
         var errorPipe: [Int32] = [-1, -1]
         if reading == .continuously {
@@ -152,6 +153,12 @@ public final class ChildProcess: @unchecked Sendable {
     ) throws(SandboxError) {
         try self.init(url.path, arguments, environment: environment, input: input, reading: reading)
     }
+
+    /// A process that runs children writes to their standard input and to
+    /// the sockets of the daemons it started; one that exits first must make
+    /// that write fail (EPIPE), not end this process with SIGPIPE. Children
+    /// get the default action back (`posix_spawnattr_setsigdefault`).
+    private static let ignoreBrokenPipes: Void = { _ = Glibc.signal(SIGPIPE, SIG_IGN) }()
 
     /// A pipe whose ends do not leak into other children.
     private static func makePipe(_ descriptors: inout [Int32]) throws(SandboxError) {
