@@ -103,6 +103,30 @@ import Testing
         #expect(try owner.heldSelections().isEmpty)
     }
 
+    /// Any client may send an owner's window any event (SendEvent). Only the
+    /// server takes a selection away or reports an owner change, so forged
+    /// ones change nothing: the owner keeps serving and reports no loss, and
+    /// its watch reports no change.
+    @Test func forgedSelectionClearAndOwnerChangeEventsChangeNothing() async throws {
+        let owner = try SelectionOwner(display: display)
+        try owner.claim("_T_OWNER_FORGED", payloads: [text("still mine")])
+        let events = SequenceReader(owner.events)
+        let watch = SequenceReader(try owner.watchOwners(of: ["_T_OWNER_FORGED_WATCHED"]).events)
+        for (event, selection) in [("clear", "_T_OWNER_FORGED"), ("owner-change", "_T_OWNER_FORGED_WATCHED")] {
+            let forger = try runCommand(
+                Tools.product("xselection-helper"),
+                ["forge", "--event", event, "--window", "\(owner.window.rawValue)", "--selection", selection],
+                environment: ["DISPLAY": display])
+            #expect(forger.status == 0 && forger.standardOutput == "sent\n", "\(forger.standardError)")
+        }
+        // The owner has handled both: a reader's request is answered after them.
+        let reader = try SelectionReader(display: display)
+        #expect(try reader.read("_T_OWNER_FORGED", target: "UTF8_STRING").value?.bytes == Array("still mine".utf8))
+        #expect(try owner.heldSelections() == ["_T_OWNER_FORGED"])
+        #expect(await events.next(timeout: .milliseconds(300)) == .timedOut)
+        #expect(await watch.next(timeout: .milliseconds(300)) == .timedOut)
+    }
+
     @Test func newPayloadsTakeEffectWithoutReclaiming() throws {
         let owner = try SelectionOwner(display: display)
         try owner.claim("_T_OWNER_UPDATE", payloads: [text("before")])

@@ -285,6 +285,10 @@ final class OwnerCore {
                     owner: UInt(request.owner), requestor: UInt(request.requestor), selection: UInt(request.selection),
                     target: UInt(request.target), property: UInt(request.property), time: UInt(request.time)))
         case SelectionClear:
+            // Only the server takes a selection away. Any client may send an
+            // event to our window (SendEvent, the high bit set), and a forged
+            // SelectionClear would make us stop serving what we still own.
+            guard raw.pointee.response_type & 0x80 == 0 else { return nil }
             let clear = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_clear_event_t.self).pointee
             return .cleared(selection: UInt(clear.selection), window: UInt(clear.owner))
         case PropertyNotify:
@@ -293,6 +297,8 @@ final class OwnerCore {
                 window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
                 deleted: Int32(notify.state) == PropertyDelete)
         case let type where type == fixesEventBase.map({ $0 + XFixesSelectionNotify }):
+            // From the server alone, like SelectionClear.
+            guard raw.pointee.response_type & 0x80 == 0 else { return nil }
             // xcb_xfixes_selection_notify_event_t: subtype at byte 1, then the
             // window, the owner, the selection and the time, from byte 4.
             let bytes = UnsafeRawPointer(raw)
@@ -311,9 +317,11 @@ final class OwnerCore {
         case .request(let request):
             answer(request)
         case .cleared(let selection, let clearedWindow):
-            guard clearedWindow == window, let lost = held.removeValue(forKey: selection) else { return }
+            guard clearedWindow == window, held[selection] != nil else { return }
+            // A clear that arrives after we claimed the selection again is stale.
             let owner = (try? selectionOwner(selection)) ?? 0
-            events.yield(.lost(lost.name, newOwner: owner == 0 || owner == window ? nil : XWindow(UInt32(truncatingIfNeeded: owner))))
+            guard owner != window, let lost = held.removeValue(forKey: selection) else { return }
+            events.yield(.lost(lost.name, newOwner: owner == 0 ? nil : XWindow(UInt32(truncatingIfNeeded: owner))))
         case .propertyChanged(let changed, let property, _, let deleted):
             if deleted {
                 continueTransfer(TransferKey(requestor: changed, property: property))

@@ -89,3 +89,43 @@ func runGrab(seconds: Double) -> Never {
     XCloseDisplay(display)
     exit(0)
 }
+
+/// Sends `window` (another client's owner window) a forged event, as any
+/// client may with SendEvent: `clear`, a SelectionClear saying `selection`
+/// was taken from it; `owner-change`, an XFixes notification saying
+/// `selection` has a new owner. Prints "sent" once the server has it.
+func runForge(event kind: String, window: UInt, selection: String) -> Never {
+    guard let display = XOpenDisplay(nil) else {
+        FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
+        exit(1)
+    }
+    let atom = XInternAtom(display, selection, 0)
+    var event = XEvent()
+    switch kind {
+    case "clear":
+        event.xselectionclear = XSelectionClearEvent(
+            type: SelectionClear, serial: 0, send_event: 1, display: display, window: Window(window), selection: atom,
+            time: Time(CurrentTime))
+    default:
+        var eventBase: Int32 = 0
+        var errorBase: Int32 = 0
+        var major: Int32 = 0
+        var minor: Int32 = 0
+        guard XFixesQueryExtension(display, &eventBase, &errorBase) != 0 else {
+            FileHandle.standardError.write(Data("xselection-helper: no XFixes\n".utf8))
+            exit(1)
+        }
+        XFixesQueryVersion(display, &major, &minor)
+        var notify = XFixesSelectionNotifyEvent(
+            type: eventBase + XFixesSelectionNotify, serial: 0, send_event: 1, display: display,
+            window: XDefaultRootWindow(display), subtype: XFixesSetSelectionOwnerNotify, owner: Window(window) + 1,
+            selection: atom, timestamp: Time(CurrentTime), selection_timestamp: Time(CurrentTime))
+        withUnsafeMutableBytes(of: &event) { target in
+            withUnsafeBytes(of: &notify) { target.copyMemory(from: $0) }
+        }
+    }
+    XSendEvent(display, Window(window), 0, 0, &event)
+    XSync(display, 0)
+    say("sent")
+    exit(0)
+}

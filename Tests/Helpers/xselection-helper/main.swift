@@ -92,6 +92,13 @@ let helper = Command(
             "open", abstract: "open a display through XSelection and report how it went",
             options: [.value("display", "D", help: "the display (default: $DISPLAY)")]),
         Command(
+            "forge", abstract: "send another client's owner window a forged event (SendEvent), then exit",
+            options: [
+                .value("event", "E", help: "what to forge", default: "clear", check: .oneOf(["clear", "owner-change"])),
+                .value("window", "W", help: "the owner window (decimal or 0x hexadecimal)"),
+                selection(default: "_XSELECTION_TEST")
+            ]),
+        Command(
             "broken-pipe", abstract: "write to a pipe nobody reads, as a write to a server that went away is, and report",
             options: [
                 .value(
@@ -210,6 +217,11 @@ case "host-error-handler":
     runHostWithErrorHandler(selection: value("selection"))
 case "open":
     runOpen(display: arguments["display"])
+case "forge":
+    guard let text = arguments["window"],
+        let window = text.hasPrefix("0x") ? UInt(text.dropFirst(2), radix: 16) : UInt(text)
+    else { arguments.fail("forge needs --window, a window id") }
+    runForge(event: value("event"), window: window, selection: value("selection"))
 case "broken-pipe":
     runBrokenPipe(where: value("where"), display: arguments["display"])
 case "time":
