@@ -162,6 +162,37 @@ enum SharedServer {
         _ = (silent, honest)
     }
 
+    /// A hostile owner learns the reader's window from the request it gets,
+    /// and sends it forged XFixes notifications (SendEvent) that the other
+    /// selections of the pass changed owner. Believed, they would drop those
+    /// owners' answers as `ownerChanged`: ballots hidden by one client. Only
+    /// the server reports owner changes; the honest answers are read.
+    @Test func forgedOwnerChangeNotificationsDoNotHideTheOtherAnswers() async throws {
+        let names: [SelectionName] = (0..<3).map { SelectionName("_T_HIDDEN_\($0)") }
+        let honest = try startSelectionHelper(display: display, ["own", "--prefix", "_T_HIDDEN_", "--count", "3", "--text", "ok {i}"])
+        let hostile = try startSelectionHelper(
+            display: display,
+            ["hostile", "--selection", "_T_HIDER", "--behavior", "hide-others", "--hide", names.map(\.rawValue).joined(separator: ",")])
+        // The honest owner answers only once the forgeries have reached the reader.
+        honest.signal(SIGSTOP)
+        defer { honest.signal(SIGCONT) }
+        let reader = try SelectionReader(display: display)
+        let display = display
+        let pass = Task.detached {
+            try reader.read(["_T_HIDER"] + names, target: "UTF8_STRING", options: .init(deadline: .seconds(10)))
+        }
+        #expect(hostile.nextLine(timeout: 10) == "forged")
+        honest.signal(SIGCONT)
+        let outcomes = try await pass.value
+        #expect(outcomes["_T_HIDER"]?.value?.bytes == Array("hidden".utf8))
+        for (index, name) in names.enumerated() {
+            #expect(
+                outcomes[name]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "ok \(index)",
+                "\(name) on \(display): \(String(describing: outcomes[name]))")
+        }
+        _ = (honest, hostile)
+    }
+
     @Test(arguments: [
         ("wrong-property", "a property other than"),
         ("no-property", "wrote no property"),

@@ -351,6 +351,10 @@ final class ReaderCore {
 
     private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int], time: UInt) {
         if let base = fixesEventBase, event.type == base + XFixesSelectionNotify {
+            // Only the server reports owner changes. Any client may send our
+            // window events (an owner of this pass learns it from our request),
+            // and a forged change would drop another owner's answer.
+            guard event.xany.send_event == 0 else { return }
             let change = withUnsafeBytes(of: event) {
                 $0.baseAddress!.assumingMemoryBound(to: XFixesSelectionNotifyEvent.self).pointee
             }

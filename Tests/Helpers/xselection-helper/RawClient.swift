@@ -12,12 +12,15 @@ import Foundation
 /// - stall-incr: starts an INCR transfer, sends chunks until `stallAfter` bytes are out, then goes quiet
 /// - die-mid-incr: starts an INCR transfer, sends one chunk, then exits
 /// - huge-incr: streams an INCR transfer of `size` bytes as fast as the reader takes it
+/// - hide-others: answers with text, but first sends the requestor forged XFixes
+///   notifications (SendEvent) that each of `hide` changed owner, so that a
+///   reader that believed them would drop those selections' answers
 ///
 /// INCR transfers announce `announce` bytes (default: `size`, so a lie is possible)
 /// and send chunks of `chunkSize` bytes.
 func runHostile(
     selection name: String, behavior: String, size: Int, announce: Int? = nil, chunkSize: Int = 4096,
-    stallAfter: Int = 0
+    stallAfter: Int = 0, hide: [String] = []
 ) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
@@ -29,6 +32,14 @@ func runHostile(
     let selection = XInternAtom(display, name, 0)
     let incr = XInternAtom(display, "INCR", 0)
     let utf8 = XInternAtom(display, "UTF8_STRING", 0)
+    var fixesEventBase: Int32 = 0
+    var fixesErrorBase: Int32 = 0
+    if XFixesQueryExtension(display, &fixesEventBase, &fixesErrorBase) != 0 {
+        var major: Int32 = 0
+        var minor: Int32 = 0
+        XFixesQueryVersion(display, &major, &minor)
+    }
+    let hidden = hide.map { XInternAtom(display, $0, 0) }
     XSetSelectionOwner(display, selection, window, UInt(CurrentTime))
     XSync(display, 0)
     say("ready 0x\(String(window, radix: 16))")
@@ -75,6 +86,23 @@ func runHostile(
         case "garbage":
             let junk = (0..<200).map { _ in UInt8.random(in: 0...255) }
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, junk, Int32(junk.count))
+        case "hide-others":
+            for atom in hidden {
+                var notify = XFixesSelectionNotifyEvent(
+                    type: fixesEventBase + XFixesSelectionNotify, serial: 0, send_event: 1, display: display, window: root,
+                    subtype: XFixesSetSelectionOwnerNotify, owner: window, selection: atom, timestamp: request.time,
+                    selection_timestamp: request.time)
+                var forged = XEvent()
+                withUnsafeMutableBytes(of: &forged) { target in
+                    withUnsafeBytes(of: &notify) { target.copyMemory(from: $0) }
+                }
+                XSendEvent(display, request.requestor, 0, 0, &forged)
+            }
+            // Once the server has them, say so: the test lets the honest owners answer only then.
+            XSync(display, 0)
+            say("forged")
+            let text = Array("hidden".utf8)
+            XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
         default: // the INCR behaviours
             XSelectInput(display, request.requestor, PropertyChangeMask)
             var announced = [UInt(announce ?? size)]

@@ -48,8 +48,9 @@ let helper = Command(
                     "behavior", "B", help: "how to misbehave", default: "silent",
                     check: .oneOf([
                         "silent", "wrong-property", "no-property", "bad-format", "garbage", "huge-incr", "stall-incr",
-                        "die-mid-incr"
+                        "die-mid-incr", "hide-others"
                     ])),
+                .value("hide", "S[,S2,...]", help: "with hide-others, the selections whose owner change it forges"),
                 whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
                 whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
                 whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
@@ -200,7 +201,8 @@ case "stall-many":
 case "hostile":
     runHostile(
         selection: value("selection"), behavior: value("behavior"), size: number("size"),
-        announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"))
+        announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"),
+        hide: (arguments["hide"] ?? "").split(separator: ",").map(String.init))
 case "flood" where arguments.has("unread"):
     runUnreadFlood(
         selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!,
