@@ -75,22 +75,15 @@ final class WatcherCore {
     var stopRequested = false
     private let selections: [SelectionName]
     private let events: AsyncStream<SelectionWatcher.Event>.Continuation
-    private var eventBase: Int32 = 0
+    private let eventBase: Int32
     private var names: [UInt: SelectionName] = [:]
 
     init(display: String?, selections: [SelectionName], events: AsyncStream<SelectionWatcher.Event>.Continuation) throws(XSelectionError) {
         connection = try Connection(name: display)
         self.selections = selections
         self.events = events
-        var errorBase: Int32 = 0
-        guard XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 else {
-            throw XSelectionError(
-                .missingExtension, display: connection.name,
-                "X display \"\(connection.name)\" lacks the XFixes extension, which watching selections needs")
-        }
-        var major: Int32 = 0
-        var minor: Int32 = 0
-        XFixesQueryVersion(connection.display, &major, &minor)
+        guard let eventBase = connection.setUpFixes() else { throw .missingFixes(connection.name) }
+        self.eventBase = eventBase
     }
 
     /// Subscribes to every selection, then reads the current owners.

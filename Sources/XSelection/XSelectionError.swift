@@ -67,6 +67,11 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
         )
     }
 
+    static func missingFixes(_ display: String) -> XSelectionError {
+        XSelectionError(
+            .missingExtension, display: display, "X display \"\(display)\" lacks the XFixes extension, which watching selections needs")
+    }
+
     static func closed(_ display: String) -> XSelectionError {
         XSelectionError(.closed, display: display, "the connection to X display \"\(display)\" was closed by its owner")
     }

@@ -217,6 +217,21 @@ package final class Connection {
         if isAlive { XFlush(display) }
     }
 
+    /// Announces the XFixes version this library speaks and returns the
+    /// extension's first event number, or nil when the server lacks XFixes.
+    /// Two round trips through libX11, which takes into its own queue any
+    /// event that arrives meanwhile: call it before anything whose events
+    /// matter is set up.
+    func setUpFixes() -> Int32? {
+        var eventBase: Int32 = 0
+        var errorBase: Int32 = 0
+        guard XFixesQueryExtension(display, &eventBase, &errorBase) != 0 else { return nil }
+        var major: Int32 = 0
+        var minor: Int32 = 0
+        XFixesQueryVersion(display, &major, &minor)
+        return eventBase
+    }
+
     /// The sequence number the next request will get.
     var nextRequestSerial: UInt { UInt(XNextRequest(display)) }
 }

@@ -111,17 +111,9 @@ final class OwnerCore {
         let ceiling = max(connection.maxRequestBytes - 256, 4096)
         incrThreshold = min(options.incrThreshold ?? ceiling, ceiling)
         chunkSize = max(4, (incrThreshold / 4) * 4)
-        // XFixes is set up now, through libX11, whose round trips would take
-        // into its own queue any event that arrived meanwhile: with nothing
-        // owned yet, no request of a reader can be among them.
-        var eventBase: Int32 = 0
-        var errorBase: Int32 = 0
-        if XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 {
-            var major: Int32 = 0
-            var minor: Int32 = 0
-            XFixesQueryVersion(connection.display, &major, &minor)
-            fixesEventBase = eventBase
-        }
+        // XFixes is set up now, while nothing is owned: no request of a
+        // reader can be among the events libX11 takes meanwhile.
+        fixesEventBase = connection.setUpFixes()
         connection.flush()
     }
 
@@ -503,11 +495,7 @@ final class OwnerCore {
         -> [SelectionName: SelectionHolder?]
     {
         try connection.checkAlive()
-        guard fixesEventBase != nil else {
-            throw XSelectionError(
-                .missingExtension, display: connection.name,
-                "X display \"\(connection.name)\" lacks the XFixes extension, which watching selections needs")
-        }
+        guard fixesEventBase != nil else { throw .missingFixes(connection.name) }
         let atoms = try connection.atoms(names.map(\.rawValue))
         let wanted = Dictionary(zip(atoms, names), uniquingKeysWith: { first, _ in first })
         // libX11 buffers these; libxcb hands them to the server before the

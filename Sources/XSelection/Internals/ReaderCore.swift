@@ -45,16 +45,7 @@ final class ReaderCore {
         incrAtom = try connection.atom("INCR")
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
-        var eventBase: Int32 = 0
-        var errorBase: Int32 = 0
-        if XFixesQueryExtension(connection.display, &eventBase, &errorBase) != 0 {
-            var major: Int32 = 5
-            var minor: Int32 = 0
-            XFixesQueryVersion(connection.display, &major, &minor)
-            fixesEventBase = eventBase
-        } else {
-            fixesEventBase = nil
-        }
+        fixesEventBase = connection.setUpFixes()
     }
 
     /// Where one selection's read stands.
