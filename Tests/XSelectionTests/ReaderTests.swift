@@ -163,17 +163,24 @@ enum SharedServer {
         _ = (silent, honest)
     }
 
-    /// A hostile owner learns the reader's window from the request it gets,
-    /// and sends it forged XFixes notifications (SendEvent) that the other
-    /// selections of the pass changed owner. Believed, they would drop those
-    /// owners' answers as `ownerChanged`: ballots hidden by one client. Only
-    /// the server reports owner changes; the honest answers are read.
-    @Test func forgedOwnerChangeNotificationsDoNotHideTheOtherAnswers() throws {
-        let names: [SelectionName] = (0..<3).map { SelectionName("_T_HIDDEN_\($0)") }
-        let honest = try startSelectionHelper(display: display, ["own", "--prefix", "_T_HIDDEN_", "--count", "3", "--text", "ok {i}"])
+    /// A hostile owner learns from the request it gets the reader's window,
+    /// the pass's time and (from the selection's name) the property each
+    /// answer goes into, and can send that window anything. `hide-others`
+    /// forges XFixes notifications that the other selections of the pass
+    /// changed owner: believed, they would drop those owners' answers as
+    /// `ownerChanged`. `answer-for-others` answers for the other selections
+    /// itself, before their owners do: believed, its answers would count in
+    /// their owners' names. Owner changes count only from the server, and each
+    /// conversion carries a time of its own that no other owner learns; the
+    /// honest answers are read.
+    @Test(arguments: [("hide-others", "hidden"), ("answer-for-others", "forged")])
+    func oneOwnerCannotHideOrForgeTheOtherOwnersAnswers(behavior: String, ownAnswer: String) throws {
+        let prefix = "_T_FORGED_\(behavior.prefix(4).uppercased())_"
+        let names: [SelectionName] = (0..<3).map { SelectionName("\(prefix)\($0)") }
+        let honest = try startSelectionHelper(display: display, ["own", "--prefix", prefix, "--count", "3", "--text", "ok {i}"])
         let hostile = try startSelectionHelper(
             display: display,
-            ["hostile", "--selection", "_T_HIDER", "--behavior", "hide-others", "--hide", names.map(\.rawValue).joined(separator: ",")])
+            ["hostile", "--selection", prefix + "FORGER", "--behavior", behavior, "--others", names.map(\.rawValue).joined(separator: ",")])
         // The honest owner answers only once the forgeries have reached the reader.
         honest.signal(SIGSTOP)
         defer { honest.signal(SIGCONT) }
@@ -181,9 +188,10 @@ enum SharedServer {
         // The pass runs on a thread of its own: the task pool may be busy with other tests.
         let outcomes = Mutex<Result<[SelectionName: ReadOutcome], XSelectionError>?>(nil)
         let done = DispatchSemaphore(value: 0)
+        let all = [SelectionName(prefix + "FORGER")] + names
         DispatchQueue.global().async {
             let result = Result { () throws(XSelectionError) in
-                try reader.read(["_T_HIDER"] + names, target: "UTF8_STRING", options: .init(deadline: .seconds(10)))
+                try reader.read(all, target: "UTF8_STRING", options: .init(deadline: .seconds(10)))
             }
             outcomes.withLock { $0 = result }
             done.signal()
@@ -193,7 +201,7 @@ enum SharedServer {
         #expect(done.wait(timeout: .now() + 30) == .success)
         let result: Result<[SelectionName: ReadOutcome], XSelectionError>? = outcomes.withLock { $0 }
         let read = try #require(result).get()
-        #expect(read["_T_HIDER"]?.value?.bytes == Array("hidden".utf8))
+        #expect(read[all[0]]?.value?.bytes == Array(ownAnswer.utf8))
         for (index, name) in names.enumerated() {
             #expect(
                 read[name]?.value.map { String(decoding: $0.bytes, as: UTF8.self) } == "ok \(index)",

@@ -61,6 +61,10 @@ final class ReaderCore {
         var index: Int
         var name: SelectionName
         var atom: UInt
+        /// The time of this slot's conversion, which its owner echoes: the pass's
+        /// server time plus a random offset, so that no other owner of the pass
+        /// knows it and can answer in this owner's name.
+        var time: UInt = 0
         var owner: SelectionHolder?
         /// The sequence number of the owner query: ownership changes the server
         /// made after it (events with this serial or later) are news to it.
@@ -120,7 +124,9 @@ final class ReaderCore {
 
         let cap = max(options.maxBytes, 0)
         var slots = zip(unique, atoms).enumerated().map { index, pair in
-            Slot(index: index, name: pair.0, atom: pair.1, transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom))
+            Slot(
+                index: index, name: pair.0, atom: pair.1, time: Self.conversionTime(after: time),
+                transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom))
         }
         if options.reusesUnchangedValues && fixesEventBase != nil {
             for index in slots.indices {
@@ -156,7 +162,7 @@ final class ReaderCore {
             while active.count < depth && issued < asking.count {
                 let index = asking[issued]
                 XDeleteProperty(connection.display, window, slots[index].atom)
-                XConvertSelection(connection.display, slots[index].atom, targetAtom, slots[index].atom, window, time)
+                XConvertSelection(connection.display, slots[index].atom, targetAtom, slots[index].atom, window, slots[index].time)
                 active.append(index)
                 issued += 1
             }
@@ -193,7 +199,7 @@ final class ReaderCore {
             while XEventsQueued(connection.display, QueuedAfterReading) > 0 {
                 let event = connection.nextEvent()
                 progressed = true
-                handle(event, slots: &slots, indexByAtom: indexByAtom, time: time)
+                handle(event, slots: &slots, indexByAtom: indexByAtom)
             }
             // Replies come in the order their requests went out: take them from
             // the front and stop at the first that has not come. Polling every
@@ -317,6 +323,18 @@ final class ReaderCore {
         return max(floor, times[times.count / 2] * 2)
     }
 
+    /// A conversion time for one slot of a pass whose server time is `time`:
+    /// up to about 17 minutes later, at random. An owner of the pass learns
+    /// the time of its own conversion from the request it gets, and the
+    /// reader's window and the property of every answer; with one time for
+    /// the whole pass it could answer for every other slot before their
+    /// owners do, and its answers would count in their names. Owners accept
+    /// any time from their claim on (ICCCM compares it with the claim's time
+    /// only), and the server passes it on without looking at it.
+    static func conversionTime(after time: UInt) -> UInt {
+        UInt(UInt32(truncatingIfNeeded: time) &+ UInt32.random(in: 1...(1 << 20)))
+    }
+
     /// The pass as `Options.settled` sees it.
     private func progress(_ slots: [Slot], elapsed: Duration) -> ReadProgress {
         var outstanding: [SelectionName: SelectionHolder] = [:]
@@ -340,7 +358,7 @@ final class ReaderCore {
 
     // MARK: Events
 
-    private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int], time: UInt) {
+    private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int]) {
         if let base = fixesEventBase, event.type == base + XFixesSelectionNotify {
             // Only the server reports owner changes. Any client may send our
             // window events (an owner of this pass learns it from our request),
@@ -362,7 +380,7 @@ final class ReaderCore {
         switch event.type {
         case SelectionNotify:
             let notify = event.xselection
-            guard notify.requestor == window, notify.time == time, let index = indexByAtom[notify.selection],
+            guard notify.requestor == window, let index = indexByAtom[notify.selection], notify.time == slots[index].time,
                 case .awaitingNotify = slots[index].stage
             else { return }
             let owner = slots[index].owner

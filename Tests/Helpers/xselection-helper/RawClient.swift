@@ -13,14 +13,18 @@ import Foundation
 /// - die-mid-incr: starts an INCR transfer, sends one chunk, then exits
 /// - huge-incr: streams an INCR transfer of `size` bytes as fast as the reader takes it
 /// - hide-others: answers with text, but first sends the requestor forged XFixes
-///   notifications (SendEvent) that each of `hide` changed owner, so that a
+///   notifications (SendEvent) that each of `others` changed owner, so that a
 ///   reader that believed them would drop those selections' answers
+/// - answer-for-others: answers with text, but first answers for each of
+///   `others` too, into the property the requestor reads it from, with a
+///   SelectionNotify carrying the time of the request it got, so that a reader
+///   that believed them would count its answer in those owners' names
 ///
 /// INCR transfers announce `announce` bytes (default: `size`, so a lie is possible)
 /// and send chunks of `chunkSize` bytes.
 func runHostile(
     selection name: String, behavior: String, size: Int, announce: Int? = nil, chunkSize: Int = 4096,
-    stallAfter: Int = 0, hide: [String] = []
+    stallAfter: Int = 0, others: [String] = []
 ) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
@@ -39,7 +43,7 @@ func runHostile(
         var minor: Int32 = 0
         XFixesQueryVersion(display, &major, &minor)
     }
-    let hidden = hide.map { XInternAtom(display, $0, 0) }
+    let otherAtoms = others.map { XInternAtom(display, $0, 0) }
     XSetSelectionOwner(display, selection, window, UInt(CurrentTime))
     XSync(display, 0)
     say("ready 0x\(String(window, radix: 16))")
@@ -87,7 +91,7 @@ func runHostile(
             let junk = (0..<200).map { _ in UInt8.random(in: 0...255) }
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, junk, Int32(junk.count))
         case "hide-others":
-            for atom in hidden {
+            for atom in otherAtoms {
                 var notify = XFixesSelectionNotifyEvent(
                     type: fixesEventBase + XFixesSelectionNotify, serial: 0, send_event: 1, display: display, window: root,
                     subtype: XFixesSetSelectionOwnerNotify, owner: window, selection: atom, timestamp: request.time,
@@ -102,6 +106,20 @@ func runHostile(
             XSync(display, 0)
             say("forged")
             let text = Array("hidden".utf8)
+            XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
+        case "answer-for-others":
+            // A reader converts each selection into a property named after it.
+            let text = Array("forged".utf8)
+            for atom in otherAtoms {
+                XChangeProperty(display, request.requestor, atom, utf8, 8, PropModeReplace, text, Int32(text.count))
+                var forged = XEvent()
+                forged.xselection = XSelectionEvent(
+                    type: SelectionNotify, serial: 0, send_event: 1, display: display, requestor: request.requestor,
+                    selection: atom, target: request.target, property: atom, time: request.time)
+                XSendEvent(display, request.requestor, 0, 0, &forged)
+            }
+            XSync(display, 0)
+            say("forged")
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
         default: // the INCR behaviours
             XSelectInput(display, request.requestor, PropertyChangeMask)

@@ -48,9 +48,11 @@ let helper = Command(
                     "behavior", "B", help: "how to misbehave", default: "silent",
                     check: .oneOf([
                         "silent", "wrong-property", "no-property", "bad-format", "garbage", "huge-incr", "stall-incr",
-                        "die-mid-incr", "hide-others"
+                        "die-mid-incr", "hide-others", "answer-for-others"
                     ])),
-                .value("hide", "S[,S2,...]", help: "with hide-others, the selections whose owner change it forges"),
+                .value(
+                    "others", "S[,S2,...]",
+                    help: "the other owners' selections that hide-others and answer-for-others forge events for"),
                 whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
                 whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
                 whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
@@ -202,7 +204,7 @@ case "hostile":
     runHostile(
         selection: value("selection"), behavior: value("behavior"), size: number("size"),
         announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"),
-        hide: (arguments["hide"] ?? "").split(separator: ",").map(String.init))
+        others: (arguments["others"] ?? "").split(separator: ",").map(String.init))
 case "flood" where arguments.has("unread"):
     runUnreadFlood(
         selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!,
