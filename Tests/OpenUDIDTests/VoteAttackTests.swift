@@ -153,6 +153,40 @@ import Testing
         #expect(participants.allSatisfy { $0.current == honest })
     }
 
+    /// A client that owns one slot learns from every request it gets the
+    /// reader's window and where every other slot's answer goes, and answers
+    /// for all the other slots before their owners do. Counted in their
+    /// names, its forged record would be every live ballot. Its answers
+    /// cannot pass for theirs; its writes can spoil theirs, which hides them
+    /// as slot theft does, and a held value beats its one ballot.
+    @Test func aClientThatAnswersForTheOtherSlotsMovesNoSelectionOnlyApp() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        // Slot 0 is held while the honest apps form, so that they take 1 to 3
+        // and the forger can take 0: a pass then asks the forger first.
+        let placeholder = try startSelectionHelper(
+            display: SharedDisplay.display, ["own", "--prefix", session.slotPrefix + "0", "--text", "not a record"])
+        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
+        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
+        defer { participants.forEach { $0.stop() } }
+        placeholder.signal(SIGKILL)
+        #expect(placeholder.wait(timeout: 10) != nil)
+
+        // The forger answers for slots 1 to 99 as soon as it is asked for slot 0.
+        let forgery = Identifier.random().hex
+        let others = (1..<100).map { session.slotPrefix + String($0) }
+        let forger = try startSelectionHelper(
+            display: SharedDisplay.display,
+            [
+                "hostile", "--selection", session.slotPrefix + "0", "--behavior", "answer-for-others",
+                "--others", others.joined(separator: ","), "--text", Self.forged(app: "com.forge.answers", identifier: forgery)
+            ])
+        defer { forger.signal(SIGKILL) }
+        // Its own slot is one ballot, and only that.
+        #expect(eventually(timeout: 10) { (try? Self.liveVotes(session, for: forgery)) == 1 })
+        Self.expectNoneMoves(participants, from: honest)
+        #expect((try? Self.liveVotes(session, for: forgery)) == 1)
+    }
+
     @Test func ninetySevenStalledINCRClientsMakeNoSelectionOnlyAppForget() throws {
         let session = try TestSession(display: SharedDisplay.display)
         let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]

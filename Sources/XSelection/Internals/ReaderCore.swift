@@ -6,8 +6,9 @@ import Glibc
 final class ReaderCore {
     let connection: Connection
     /// The requestor window: owners write answers to its properties. It
-    /// selects no events unless an INCR transfer needs them, so that an answer
-    /// does not also cost the server and us two PropertyNotify events.
+    /// selects PropertyChangeMask during a pass and nothing between passes:
+    /// every write to an answer's property is counted (see `Slot.writes`),
+    /// and INCR chunks are announced that way.
     private let window: UInt
     /// A window of ours that selects PropertyChangeMask, for server timestamps.
     private let clockWindow: UInt
@@ -84,6 +85,16 @@ final class ReaderCore {
         var reusedFrom: SelectionHolder?
         /// Whether XFixes reported a change of the owner during the pass, at any point.
         var changedInPass = false
+        /// The sequence numbers of the conversion and of the first read of
+        /// its answer; 0 until each is sent.
+        var convertSerial: UInt32 = 0
+        var readSerial: UInt32 = 0
+        /// Writes to the answer's property that the server made after our
+        /// conversion and before our first read: the owner's answer is one.
+        /// Any client may write any window's properties, and another that
+        /// wrote there in between (it learns the property's name from the
+        /// selection's) would have its bytes read as this owner's answer.
+        var writes = 0
 
         var isDone: Bool { if case .done = stage { return true } else { return false } }
     }
@@ -152,6 +163,10 @@ final class ReaderCore {
         // Pipeline: owner queries, then every conversion the depth allows, then
         // one flush. Each selection converts into a property named after itself
         // on our window, so no extra atoms are needed and answers cannot collide.
+        if !watchingProperties {
+            XSelectInput(connection.display, window, PropertyChangeMask)
+            watchingProperties = true
+        }
         let ownerCookies = slots.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0.atom)).sequence }
         for (index, cookie) in ownerCookies.enumerated() { slots[index].ownerQuery = cookie }
         let depth = max(options.pipelineDepth ?? slots.count, 1)
@@ -162,6 +177,7 @@ final class ReaderCore {
             while active.count < depth && issued < asking.count {
                 let index = asking[issued]
                 XDeleteProperty(connection.display, window, slots[index].atom)
+                slots[index].convertSerial = UInt32(truncatingIfNeeded: connection.nextRequestSerial)
                 XConvertSelection(connection.display, slots[index].atom, targetAtom, slots[index].atom, window, slots[index].time)
                 active.append(index)
                 issued += 1
@@ -240,6 +256,21 @@ final class ReaderCore {
             if connection.waitReadable(until: wakeAt).x {
                 _ = connection.pending()
             }
+        }
+        // Every write the server made before a first read was reported ahead
+        // of that read's reply, which libxcb may have read with the reply:
+        // take the events it holds before judging the answers.
+        while connection.isAlive && XEventsQueued(connection.display, QueuedAfterReading) > 0 {
+            handle(connection.nextEvent(), slots: &slots, indexByAtom: indexByAtom)
+        }
+        for index in slots.indices where slots[index].reusedFrom == nil && slots[index].writes != 1 {
+            guard case .done(.value(let value)) = slots[index].stage else { continue }
+            slots[index].stage = .done(
+                .malformed(
+                    owner: value.owner,
+                    reason: slots[index].writes == 0
+                        ? "the answer was in its property before the selection was converted"
+                        : "another client wrote the answer's property too before it was read"))
         }
         if watchingProperties {
             XSelectInput(connection.display, window, NoEventMask)
@@ -323,6 +354,15 @@ final class ReaderCore {
         return max(floor, times[times.count / 2] * 2)
     }
 
+    /// Counts a write to the slot's property whose event has `serial` (the
+    /// last request of ours the server had handled when it made the write)
+    /// if it came after the conversion and before the first read.
+    private func countWrite(_ serial: UInt32, to slot: inout Slot) {
+        guard slot.convertSerial != 0, Int32(bitPattern: serial &- slot.convertSerial) >= 0 else { return }
+        if slot.readSerial != 0 && Int32(bitPattern: serial &- slot.readSerial) >= 0 { return }
+        slot.writes += 1
+    }
+
     /// A conversion time for one slot of a pass whose server time is `time`:
     /// up to about 17 minutes later, at random. An owner of the pass learns
     /// the time of its own conversion from the request it gets, and the
@@ -397,11 +437,13 @@ final class ReaderCore {
                     connection.xcb, 1, xcb_window_t(window), xcb_atom_t(slots[index].atom), 0, 0,
                     slots[index].transfer.nextReadLength)
                 slots[index].stage = .readingValue(cookie: cookie.sequence)
+                slots[index].readSerial = cookie.sequence
                 readOrder.append(index)
             }
         case PropertyNotify:
             let notify = event.xproperty
             guard notify.window == window, notify.state == PropertyNewValue, let index = indexByAtom[notify.atom] else { return }
+            countWrite(UInt32(truncatingIfNeeded: notify.serial), to: &slots[index])
             switch slots[index].stage {
             case .awaitingChunk:
                 requestChunk(&slots[index])

@@ -15,7 +15,7 @@ import Foundation
 /// - hide-others: answers with text, but first sends the requestor forged XFixes
 ///   notifications (SendEvent) that each of `others` changed owner, so that a
 ///   reader that believed them would drop those selections' answers
-/// - answer-for-others: answers with text, but first answers for each of
+/// - answer-for-others: answers with `answer`, but first answers for each of
 ///   `others` too, into the property the requestor reads it from, with a
 ///   SelectionNotify carrying the time of the request it got, so that a reader
 ///   that believed them would count its answer in those owners' names
@@ -24,7 +24,7 @@ import Foundation
 /// and send chunks of `chunkSize` bytes.
 func runHostile(
     selection name: String, behavior: String, size: Int, announce: Int? = nil, chunkSize: Int = 4096,
-    stallAfter: Int = 0, others: [String] = []
+    stallAfter: Int = 0, others: [String] = [], text answer: String = "forged"
 ) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
@@ -109,7 +109,7 @@ func runHostile(
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
         case "answer-for-others":
             // A reader converts each selection into a property named after it.
-            let text = Array("forged".utf8)
+            let text = Array(answer.utf8)
             for atom in otherAtoms {
                 XChangeProperty(display, request.requestor, atom, utf8, 8, PropModeReplace, text, Int32(text.count))
                 var forged = XEvent()

@@ -53,6 +53,7 @@ let helper = Command(
                 .value(
                     "others", "S[,S2,...]",
                     help: "the other owners' selections that hide-others and answer-for-others forge events for"),
+                .value("text", "S", help: "what answer-for-others answers, for itself and the others", default: "forged"),
                 whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
                 whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
                 whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
@@ -204,7 +205,7 @@ case "hostile":
     runHostile(
         selection: value("selection"), behavior: value("behavior"), size: number("size"),
         announce: arguments.integer("announce"), chunkSize: number("chunk"), stallAfter: number("stall-after"),
-        others: (arguments["others"] ?? "").split(separator: ",").map(String.init))
+        others: (arguments["others"] ?? "").split(separator: ",").map(String.init), text: value("text"))
 case "flood" where arguments.has("unread"):
     runUnreadFlood(
         selection: value("selection"), target: value("target"), seconds: arguments.number("seconds")!,
