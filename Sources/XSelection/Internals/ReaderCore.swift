@@ -263,7 +263,7 @@ final class ReaderCore {
         while connection.isAlive && XEventsQueued(connection.display, QueuedAfterReading) > 0 {
             handle(connection.nextEvent(), slots: &slots, indexByAtom: indexByAtom)
         }
-        for index in slots.indices where slots[index].reusedFrom == nil && slots[index].writes != 1 {
+        for index in slots.indices where slots[index].reusedFrom == nil && !AnswerRules.acceptsAnswer(writes: slots[index].writes) {
             guard case .done(.value(let value)) = slots[index].stage else { continue }
             slots[index].stage = .done(
                 .malformed(
@@ -358,8 +358,10 @@ final class ReaderCore {
     /// last request of ours the server had handled when it made the write)
     /// if it came after the conversion and before the first read.
     private func countWrite(_ serial: UInt32, to slot: inout Slot) {
-        guard slot.convertSerial != 0, Int32(bitPattern: serial &- slot.convertSerial) >= 0 else { return }
-        if slot.readSerial != 0 && Int32(bitPattern: serial &- slot.readSerial) >= 0 { return }
+        guard slot.convertSerial != 0,
+            AnswerRules.countsAsWrite(
+                serial: serial, conversion: slot.convertSerial, firstRead: slot.readSerial == 0 ? nil : slot.readSerial)
+        else { return }
         slot.writes += 1
     }
 
@@ -413,8 +415,9 @@ final class ReaderCore {
             guard case .awaitingNotify = slots[index].stage else { return }
             // The event's serial is the last request the server had handled when
             // it made the change: from the owner query on, the query did not see it.
-            let after = Int32(bitPattern: UInt32(truncatingIfNeeded: change.serial) &- slots[index].ownerQuery) >= 0
-            if after { slots[index].ownerChanged = true }
+            if AnswerRules.isNewsToOwnerQuery(serial: UInt32(truncatingIfNeeded: change.serial), ownerQuery: slots[index].ownerQuery) {
+                slots[index].ownerChanged = true
+            }
             return
         }
         switch event.type {
@@ -442,7 +445,10 @@ final class ReaderCore {
             }
         case PropertyNotify:
             let notify = event.xproperty
-            guard notify.window == window, notify.state == PropertyNewValue, let index = indexByAtom[notify.atom] else { return }
+            // A PropertyNotify another client sent (SendEvent) reports no write.
+            guard notify.send_event == 0, notify.window == window, notify.state == PropertyNewValue,
+                let index = indexByAtom[notify.atom]
+            else { return }
             countWrite(UInt32(truncatingIfNeeded: notify.serial), to: &slots[index])
             switch slots[index].stage {
             case .awaitingChunk:
