@@ -3,19 +3,21 @@ import Foundation
 import Synchronization
 
 /// Starts `xselection-helper` on `display` with `arguments` and waits for its "ready" line.
-public func startSelectionHelper(display: String, _ arguments: [String], timeout: TimeInterval = 10) throws -> ChildProcess {
-    try startSelectionHelperReportingWindow(display: display, arguments, timeout: timeout).helper
+public func startSelectionHelper(
+    display: String, _ arguments: [String], input: ChildProcess.Input = .none, timeout: TimeInterval = 10
+) throws -> ChildProcess {
+    try startSelectionHelperReportingWindow(display: display, arguments, input: input, timeout: timeout).helper
 }
 
 /// Starts `xselection-helper` like `startSelectionHelper` and also returns the
 /// window it announced in its "ready 0x..." line (the window that owns its selections).
 public func startSelectionHelperReportingWindow(
-    display: String, _ arguments: [String],
+    display: String, _ arguments: [String], input: ChildProcess.Input = .none,
     timeout: TimeInterval = 10
 ) throws -> (helper: ChildProcess, window: UInt32) {
     let child = try ChildProcess(
         Tools.product("xselection-helper"), arguments,
-        environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
+        environment: ["DISPLAY": display, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"], input: input)
     guard let line = child.nextLine(timeout: timeout), line.hasPrefix("ready") else {
         throw HarnessError("xselection-helper \(arguments.joined(separator: " ")) did not become ready: \(child.standardError)")
     }

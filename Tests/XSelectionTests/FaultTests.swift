@@ -24,11 +24,13 @@ import Testing
         let reader = try SelectionReader(display: server.display)
         #expect(try reader.read("_T_FAULT_GRAB", target: "UTF8_STRING").value?.bytes == Array("served".utf8))
 
-        // Held longer than the pass's deadline, and than the 2 s a timestamp was once given.
-        let grabber = try startSelectionHelper(display: server.display, ["grab", "--seconds", "4"])
+        // Held until the pass has ended, however long it takes: a pass that
+        // waited past its deadline (2 s for a timestamp, once) would throw.
+        let grabber = try startSelectionHelper(display: server.display, ["grab"], input: .pipe)
         let during = try reader.read("_T_FAULT_GRAB", target: "UTF8_STRING", options: .init(deadline: .milliseconds(300)))
         #expect(during == .timedOut(owner: nil))
 
+        grabber.closeInput()
         #expect(grabber.wait(timeout: 20) == 0)
         let after = try reader.read("_T_FAULT_GRAB", target: "UTF8_STRING", options: .init(deadline: .seconds(5)))
         #expect(after.value?.bytes == Array("served".utf8), "\(after)")

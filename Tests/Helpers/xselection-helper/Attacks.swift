@@ -73,9 +73,11 @@ func runStallMany(prefix: String, start: Int, count: Int) -> Never {
     }
 }
 
-/// Holds the server (GrabServer) for `seconds`: no other client is served
-/// meanwhile. Prints "ready 0x0" once the grab holds, and exits after letting go.
-func runGrab(seconds: Double) -> Never {
+/// Holds the server (GrabServer) until standard input ends: no other client
+/// is served meanwhile. Prints "ready 0x0" once the grab holds, and exits
+/// after letting go. The test that started it decides when, by closing the
+/// pipe; if that process goes, the pipe closes with it.
+func runGrab() -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
         exit(1)
@@ -83,7 +85,12 @@ func runGrab(seconds: Double) -> Never {
     XGrabServer(display)
     XSync(display, 0)
     say("ready 0x0")
-    usleep(useconds_t(seconds * 1_000_000))
+    var buffer = [UInt8](repeating: 0, count: 64)
+    while true {
+        let count = read(0, &buffer, buffer.count)
+        if count > 0 || (count < 0 && errno == EINTR) { continue }
+        break
+    }
     XUngrabServer(display)
     XSync(display, 0)
     XCloseDisplay(display)

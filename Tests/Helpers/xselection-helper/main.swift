@@ -121,8 +121,8 @@ let helper = Command(
                 whole("reps", "R", help: "timed passes", default: "50")
             ]),
         Command(
-            "grab", abstract: "hold the server (GrabServer) for a while, then exit",
-            options: [seconds("seconds", help: "how long to hold it", default: "3")]),
+            "grab", abstract: "hold the server (GrabServer) until standard input ends, then exit",
+            options: []),
         Command(
             "flood-rate", abstract: "keep a window of requests outstanding and print the rate per interval",
             options: [
@@ -234,7 +234,7 @@ case "time":
         what: value("what"), prefix: value("prefix"), count: number("count"), target: value("target"),
         warmup: number("warmup"), reps: number("reps"))
 case "grab":
-    runGrab(seconds: arguments.number("seconds")!)
+    runGrab()
 case "flood-rate":
     runRateFlood(
         selection: value("selection"), target: value("target"), window: number("window"),
