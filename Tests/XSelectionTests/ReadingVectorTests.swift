@@ -6,28 +6,30 @@ import Testing
 /// docs/vectors/reading.json: the sequence-number rules by which a reader
 /// takes an answer (PROTOCOL.md §5), run against the functions the reader uses.
 @Suite struct ReadingVectorTests {
-    struct Write: Decodable, Sendable, CustomTestStringConvertible {
+    /// A case, named in the test output by its name.
+    protocol Vector: Decodable, Sendable, CustomTestStringConvertible {
+        var name: String { get }
+    }
+
+    struct Write: Vector {
         var name: String
         var conversion: UInt32
         var firstRead: UInt32?
         var serial: UInt32
         var counts: Bool
-        var testDescription: String { name }
     }
 
-    struct OwnerChange: Decodable, Sendable, CustomTestStringConvertible {
+    struct OwnerChange: Vector {
         var name: String
         var ownerQuery: UInt32
         var serial: UInt32
         var news: Bool
-        var testDescription: String { name }
     }
 
-    struct Answer: Decodable, Sendable, CustomTestStringConvertible {
+    struct Answer: Vector {
         var name: String
         var writes: Int
         var accepted: Bool
-        var testDescription: String { name }
     }
 
     struct File: Decodable, Sendable {
@@ -68,4 +70,8 @@ import Testing
     func takesAnAnswerWrittenExactlyOnce(vector: Answer) {
         #expect(AnswerRules.acceptsAnswer(writes: vector.writes) == vector.accepted)
     }
+}
+
+extension ReadingVectorTests.Vector {
+    var testDescription: String { name }
 }
