@@ -58,6 +58,10 @@ extension Report: Encodable {
             case outranked
             /// It belongs to a reset generation older than the current one.
             case superseded
+            /// It claims a later reset generation than the user's own evidence names.
+            case ahead
+            /// It claims the current reset generation with an identifier not bound to the user's reset.
+            case unbound
         }
 
         /// What happened to a source.
@@ -366,6 +370,8 @@ extension Report.Document.IgnoredReason {
         case .misplaced: self = .misplaced
         case .outranked: self = .outranked
         case .superseded: self = .superseded
+        case .ahead: self = .ahead
+        case .unbound: self = .unbound
         }
     }
 }
@@ -412,7 +418,7 @@ extension Resolution.Ignored.Reason {
     public var counted: Candidate.Source? {
         switch self {
         case .sameClient(let source), .sameApp(let source), .sameVendor(let source): source
-        case .optedOut, .misplaced, .outranked, .superseded: nil
+        case .optedOut, .misplaced, .outranked, .superseded, .ahead, .unbound: nil
         }
     }
 }

@@ -49,9 +49,13 @@ extension OpenUDID {
         var problems: [String] = []
         let marker = ResetMarker(paths: paths, fileSystem: fs)
         var highest: Int64 = 0
+        // With a marker to go by, a record more than one generation past it was
+        // not written by a reset (PROTOCOL §6, `ahead`) and raises nothing.
+        var ceiling = SlotRecord.maximumGeneration
         switch marker.read() {
         case .success(let generation):
             highest = generation
+            if marker.exists { ceiling = min(generation + 1, ceiling) }
         case .failure(let problem) where problem.kind == .corrupt:
             // Its bytes are kept aside; the generations of the records below still count.
             do { try marker.quarantine() } catch { throw OpenUDIDError(error) }
@@ -85,7 +89,7 @@ extension OpenUDID {
                 removable.append(file)
                 continue
             }
-            highest = max(highest, record.generation)
+            if record.generation <= ceiling { highest = max(highest, record.generation) }
             let isOptOutChoice =
                 record.optOut && !file.hasPrefix(paths.slotsDirectory + "/") && !file.hasPrefix(paths.vendorsDirectory + "/")
             if !isOptOutChoice { removable.append(file) }
@@ -100,7 +104,9 @@ extension OpenUDID {
                 let removed = try SecretServiceMirror(busAddress: address, namespace: paths.namespace).removeEveryVendorItem()
                 for item in removed {
                     keyringItems.append(item.label)
-                    if let record = try? SlotRecord.parse(item.secret) { highest = max(highest, record.generation) }
+                    if let record = try? SlotRecord.parse(item.secret), record.generation <= ceiling {
+                        highest = max(highest, record.generation)
+                    }
                 }
             } catch {
                 problems.append("the Secret Service: \(error.message); its items are superseded and overwritten when next read")
@@ -118,9 +124,17 @@ extension OpenUDID {
 
         // Last, so that an app resolving meanwhile and writing its old value back
         // hears of the reset after its write, and replaces it.
-        let (next, overflow) = highest.addingReportingOverflow(1)
-        guard !overflow else { throw OpenUDIDError(.storeUnavailable, "the reset generation \(highest) cannot be raised further") }
-        do { try marker.write(next) } catch { throw OpenUDIDError(error) }
+        // Generations are bounded (§3), and only a planted record or marker
+        // reaches the bound. Every copy this reset could reach is gone, so it
+        // starts again at 1: with a marker to go by, whatever is left above 2
+        // is `ahead` and raises nothing, and the user can always reset.
+        let next = highest < SlotRecord.maximumGeneration ? highest + 1 : 1
+        // The key first: an app that hears of the marker finds the key of its
+        // generation beside it, and binds the identifier it generates to it.
+        do {
+            try marker.write(ResetKey.random(generation: next))
+            try marker.write(next)
+        } catch { throw OpenUDIDError(error) }
         return Reset(generation: next, files: removed, keyringItems: keyringItems, problems: problems)
     }
 

@@ -46,10 +46,15 @@ import Testing
         let held = try (object["held"] as? String).map { try SlotRecord.parse(Data($0.utf8), now: now) }
         let local = candidates.first { $0.source == .localCache }?.record
         let policy: ResolutionPolicy = object["policy"] as? String == "keep-local" ? .keepLocal : .followConsensus
+        let reset = try Self.reset(object)
         let resolution = Resolution.resolve(
             candidates: candidates, local: local, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
-            policy: policy, app: object["app"] as? String, resetGeneration: object["resetGeneration"] as? Int64 ?? 0
-        ) { (freshID, freshBorn) }
+            policy: policy, app: object["app"] as? String, reset: reset
+        ) { generation in
+            // With the reset's key, a generated identifier is the one bound to it.
+            guard let key = reset.key, key.generation == generation else { return (freshID, freshBorn) }
+            return (key.identifier(born: freshBorn), freshBorn)
+        }
 
         let expect = try #require(object["expect"] as? [String: Any])
         #expect(resolution.identifier.hex == expect["id"] as? String)
@@ -63,6 +68,26 @@ import Testing
         let ignored = Dictionary(grouping: resolution.ignored, by: { Report.Document.IgnoredReason($0.reason).rawValue }).mapValues(\.count)
         #expect(ignored == expect["ignored"] as? [String: Int])
         #expect(resolution.conflicts.map(\.app) == expect["conflicts"] as? [String])
+    }
+
+    /// The case's reset evidence: `resetGeneration` (a marker that names it),
+    /// `marker` (`absent`, `present` or `unreadable`) and `resetKey` (64 hex digits).
+    static func reset(_ object: [String: Any]) throws -> ResetEvidence {
+        let generation = object["resetGeneration"] as? Int64 ?? 0
+        let marker: ResetEvidence.Marker
+        switch object["marker"] as? String ?? (generation > 0 ? "present" : "absent") {
+        case "absent": marker = .absent
+        case "present": marker = .present(generation)
+        case "unreadable": marker = .unreadable
+        case let other: throw VectorError(description: "unknown marker \(other)")
+        }
+        guard let hex = object["resetKey"] as? String else { return ResetEvidence(marker: marker) }
+        let bytes = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
+            let start = hex.index(hex.startIndex, offsetBy: offset)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)
+        }
+        let key = try #require(ResetKey(generation: generation, bytes: bytes), "resetKey must be 64 hex digits")
+        return ResetEvidence(marker: marker, key: key)
     }
 
     static func source(_ object: [String: Any]) throws -> Candidate.Source {

@@ -18,8 +18,10 @@ extension Engine {
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
         var held: SlotRecord?
+        /// What the user's reset marker and key say.
+        var reset = ResetEvidence()
         /// The generation the user's reset marker names (0 when there is none or it cannot be read).
-        var resetGeneration: Int64 = 0
+        var resetGeneration: Int64 { reset.generation }
     }
 
     /// Reads every source. `held` is the app's value from its last resolution,
@@ -51,8 +53,8 @@ extension Engine {
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
         let localCandidates = gathered.candidates
-        let resetGeneration = gathered.resetGeneration
-        durableInHand.candidates.withLock { $0 = (localCandidates, resetGeneration) }
+        let reset = gathered.reset
+        durableInHand.candidates.withLock { $0 = (localCandidates, reset) }
         gatherMirror(into: &gathered, now: now)
         group.wait()
         // Selections first, as if they had been read first: the same order every time.
@@ -78,8 +80,8 @@ extension Engine {
             guard let durable = durableInHand.candidates.withLock({ $0 }) else { return false }
             let resolution = Resolution.resolve(
                 candidates: durable.candidates + readings.compactMap(\.candidate), local: nil, held: held, keepsFiles: keepsFiles,
-                policy: policy, app: app, resetGeneration: durable.resetGeneration
-            ) { (Identifier.random(), Milliseconds.since1970(now)) }
+                policy: policy, app: app, reset: durable.reset
+            ) { _ in (Identifier.random(), Milliseconds.since1970(now)) }
             return Resolution.isSettled(resolution, outstanding: outstanding)
         }
     }
@@ -121,13 +123,19 @@ extension Engine {
         }
     }
 
-    /// Reads the user's reset generation. A marker that cannot be read counts as
-    /// none: the generations the durable records carry still supersede older ones.
+    /// Reads the user's reset generation and its key. A marker that cannot be
+    /// read names no generation: the generations the durable records carry
+    /// still supersede older ones.
     private func gatherResetGeneration(into gathered: inout Gathered) {
         let marker = ResetMarker(paths: paths, fileSystem: fileSystem)
         switch marker.read() {
-        case .success(let generation): gathered.resetGeneration = generation
-        case .failure(let problem): gathered.rejected.append(Rejection(marker.path, problem.message))
+        case .success(0):
+            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : .absent)
+        case .success(let generation):
+            gathered.reset = ResetEvidence(marker: .present(generation), key: marker.key(for: generation))
+        case .failure(let problem):
+            gathered.reset = ResetEvidence(marker: .unreadable)
+            gathered.rejected.append(Rejection(marker.path, problem.message))
         }
     }
 
@@ -212,5 +220,5 @@ extension Engine {
 /// the user's reset generation, handed from the thread that reads the files to
 /// the one reading selections; nil until the files are read.
 private final class DurableInHand: Sendable {
-    let candidates = Mutex<(candidates: [Candidate], resetGeneration: Int64)?>(nil)
+    let candidates = Mutex<(candidates: [Candidate], reset: ResetEvidence)?>(nil)
 }

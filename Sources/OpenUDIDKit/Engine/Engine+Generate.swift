@@ -82,9 +82,13 @@ extension Engine {
         return Resolution.resolve(
             candidates: gathered.candidates, local: local, held: gathered.held,
             keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id,
-            resetGeneration: gathered.resetGeneration
-        ) {
-            (Identifier.random(), Milliseconds.since1970(now))
+            reset: gathered.reset
+        ) { generation in
+            // After a reset whose key is known, the new identifier is bound to it,
+            // so that every app can tell it from one a display client made up.
+            let born = Milliseconds.since1970(now)
+            guard let key = gathered.reset.key, key.generation == generation else { return (Identifier.random(), born) }
+            return (key.identifier(born: born), born)
         }
     }
 

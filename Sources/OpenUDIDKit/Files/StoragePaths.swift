@@ -83,6 +83,9 @@ package struct StoragePaths: Sendable, Hashable {
     /// The file that holds the user's reset generation (`ResetMarker`).
     package var resetMarker: String { Self.joined(sharedRoot, "reset") }
 
+    /// The file that holds the key of the user's latest reset (`ResetKey`).
+    package var resetKey: String { Self.joined(sharedRoot, "reset-key") }
+
     /// The local cache file of `app`.
     ///
     /// - Parameter app: The app whose cache it is.

@@ -89,7 +89,7 @@ extension SlotRecord {
         var generation: Int64 = 0
         if fields[Array("generation".utf8)] != nil {
             generation = try integer(fields, "generation")
-            guard generation >= 0 else { throw RecordError(.outOfRange(field: "generation")) }
+            guard (0...maximumGeneration).contains(generation) else { throw RecordError(.outOfRange(field: "generation")) }
         }
 
         guard optOut == id.isOptedOut else { throw RecordError(.optOutMismatch(optOut: optOut)) }
@@ -116,7 +116,7 @@ extension SlotRecord {
             // `encoded()` writes the generation only when it is not 0.
             var generation: Int64 = 0
             if scanner.take(",\"generation\":") {
-                guard let value = scanner.integer(), value > 0 else { return nil }
+                guard let value = scanner.integer(), value > 0, value <= maximumGeneration else { return nil }
                 generation = value
             }
             guard scanner.take(",\"id\":"), let idText = scanner.string(),
@@ -623,7 +623,7 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notWholeNumber(let field):
             return "field \"\(field)\" has a fraction or an exponent; integers are written as plain digits"
         case .outOfRange(let field) where field == "generation":
-            return "field \"generation\" is negative or does not fit in a signed 64-bit integer"
+            return "field \"generation\" is negative or above \(SlotRecord.maximumGeneration), the highest reset generation"
         case .outOfRange(let field):
             return "field \"\(field)\" does not fit in a signed 64-bit integer"
         case .unsupportedVersion(let version):

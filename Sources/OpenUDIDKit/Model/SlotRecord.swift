@@ -30,6 +30,12 @@ public struct SlotRecord: Sendable, Hashable {
     /// Generous enough for clocks that disagree by a time zone, strict enough
     /// that a record cannot claim to be from next year.
     public static let futureTolerance: Int64 = 86_400_000
+    /// The highest reset generation a record may carry (2^31 − 1).
+    ///
+    /// A user who reset once a second would need 68 years to reach it; a
+    /// record above it is a forgery meant to supersede every later reset, and
+    /// it is rejected like any other out-of-range field.
+    package static let maximumGeneration: Int64 = 2_147_483_647
 
     /// The format's major version (`v` on the wire).
     public var version: Int

@@ -33,8 +33,8 @@ struct Ballots {
     ///   - candidates: Every candidate, the held value (source `.held`) among them.
     ///   - app: The resolving app, for whom the mirror and the held value speak.
     ///   - heldTier: The tier the held value belongs to.
-    ///   - resetGeneration: The generation the user's reset marker names (0 when there is none).
-    init(_ candidates: [Candidate], app: String?, heldTier: Resolution.Tier, resetGeneration: Int64 = 0) {
+    ///   - reset: What the user's reset marker and key say.
+    init(_ candidates: [Candidate], app: String?, heldTier: Resolution.Tier, reset: ResetEvidence = ResetEvidence()) {
         let sorted = candidates.map { ($0, $0.sourceKey()) }
             .sorted { $0.0.precedes($1.0, sourceKeys: ($0.1, $1.1)) }
             .enumerated().map { Entry(candidate: $0.element.0, rank: $0.offset) }
@@ -42,20 +42,45 @@ struct Ballots {
 
         // The user's resets come first: a record of an older generation than the
         // current one casts no ballot, wherever it is found. Only the user's own
-        // evidence can make a generation current (the marker, durable records,
-        // the value the app holds); a selection claiming a later generation
-        // counts as one of the current generation, so serving a high number over
-        // the display gains nothing.
-        var generation = resetGeneration
+        // evidence can make a generation current: the marker, and durable records
+        // or the held value, which may raise it by one past a marker (an app that
+        // read the marker before a reset wrote it) or freely where there is no
+        // marker to go by. A selection can never raise it.
+        var generation = reset.generation
+        var ahead: Set<Int> = []
         for entry in sorted where entry.isHeld || Self.tier(of: entry, heldTier: heldTier) == .durable {
             if case .fileSlot(let owner) = entry.candidate.source, owner != entry.record.app { continue }
             if case .vendorMirror(_, let vendor) = entry.candidate.source, vendor != entry.record.vendor { continue }
+            if case .present(let marked) = reset.marker, entry.record.generation > marked + 1 {
+                ahead.insert(entry.rank)
+                continue
+            }
             generation = max(generation, entry.record.generation)
         }
         self.generation = generation
+        // The reset key binds the identifiers of its generation; selections of
+        // that generation must bind to count (durable records were written by the
+        // user's own processes, those of earlier versions among them).
+        let key = reset.key.flatMap { $0.generation == generation ? $0 : nil }
         let entries = sorted.filter { entry in
-            if entry.record.generation < generation { ignored.append((entry, .superseded)) }
-            return entry.record.generation >= generation
+            let record = entry.record
+            let isSelection = Self.tier(of: entry, heldTier: heldTier) == .live && !entry.isHeld
+            let reason: Resolution.Ignored.Reason? =
+                if ahead.contains(entry.rank) {
+                    .ahead
+                } else if record.generation < generation {
+                    .superseded
+                } else if isSelection, record.generation > generation, reset.marker != .unreadable {
+                    // An app that cannot read the marker cannot know the generation;
+                    // it counts such a selection as one of the generation it knows.
+                    .ahead
+                } else if isSelection, let key, record.generation == generation, !key.binds(record) {
+                    .unbound
+                } else {
+                    nil
+                }
+            if let reason { ignored.append((entry, reason)) }
+            return reason == nil
         }
 
         var durableByApp: [String: [Entry]] = [:]

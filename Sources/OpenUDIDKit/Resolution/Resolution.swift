@@ -93,6 +93,15 @@ public struct Resolution: Sendable, Hashable {
             /// The record belongs to an older reset generation than the current
             /// one: the user has reset the identifier since it was written.
             case superseded
+            /// The record claims a later reset generation than the user's own
+            /// evidence names: a selection above the current generation, or a
+            /// durable record more than one above the reset marker. Only the
+            /// user's reset raises the generation.
+            case ahead
+            /// The record is a selection of the current reset generation whose
+            /// identifier is not bound to the user's reset key: whoever served
+            /// it did not make it under the user's reset (docs/PROTOCOL.md §9).
+            case unbound
         }
 
         /// The candidate.
@@ -196,15 +205,36 @@ public struct Resolution: Sendable, Hashable {
         resetGeneration: Int64 = 0,
         fresh: () -> (identifier: Identifier, born: Int64)
     ) -> Resolution {
+        resolve(
+            candidates: candidates, local: local, held: held, keepsFiles: keepsFiles, policy: policy, app: app,
+            reset: ResetEvidence(marker: resetGeneration > 0 ? .present(resetGeneration) : .absent), fresh: { _ in fresh() })
+    }
+
+    /// Runs the vote with all the user's reset evidence: the marker and its key.
+    ///
+    /// - Parameters:
+    ///   - reset: What the reset marker and key say.
+    ///   - fresh: Makes a new identifier of the generation it is given, and its birth time.
+    package static func resolve(
+        candidates: [Candidate],
+        local: SlotRecord?,
+        held: SlotRecord? = nil,
+        keepsFiles: Bool = true,
+        policy: ResolutionPolicy = .followConsensus,
+        app: String? = nil,
+        reset: ResetEvidence,
+        fresh: (_ generation: Int64) -> (identifier: Identifier, born: Int64)
+    ) -> Resolution {
         let held = held.flatMap { $0.optOut ? nil : $0 }
         var all = candidates
         if let held { all.append(Candidate(held, from: .held)) }
-        let ballots = Ballots(
-            all, app: app ?? local?.app ?? held?.app, heldTier: keepsFiles ? .durable : .live, resetGeneration: resetGeneration)
+        let ballots = Ballots(all, app: app ?? local?.app ?? held?.app, heldTier: keepsFiles ? .durable : .live, reset: reset)
         let tally = ballots.tally()
         // A value of an older generation is no value of the app's any more: the user reset it.
         let current = ballots.generation
-        let local = local.flatMap { $0.optOut || $0.generation < current ? nil : $0 } ?? held.flatMap { $0.generation < current ? nil : $0 }
+        // Nor is one the user's evidence does not vouch for (`ahead`).
+        let local =
+            local.flatMap { $0.optOut || $0.generation != current ? nil : $0 } ?? held.flatMap { $0.generation != current ? nil : $0 }
 
         let identifier: Identifier
         let born: Int64
@@ -229,7 +259,7 @@ public struct Resolution: Sendable, Hashable {
             // Nothing to follow: never trade a value the app already has for a new one.
             (identifier, born, origin) = (local.id, local.born, .keptLocal)
         case (nil, nil):
-            let made = fresh()
+            let made = fresh(current)
             (identifier, born, origin) = (made.identifier, made.born, .generated)
         }
 
