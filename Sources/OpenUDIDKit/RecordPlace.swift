@@ -29,12 +29,16 @@ package struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvert
 
     /// The system's error number when a system call failed, else `nil`.
     package var errno: Int32?
+    /// The report's `rejected[].code` for it (docs/PROTOCOL.md §12): `unreadable`
+    /// unless a more precise token applies (`too-large`, `misplaced`).
+    package var code: String
 
     /// Creates a description of a failure.
-    package init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
+    package init(_ kind: Kind, _ message: String, errno: Int32? = nil, code: String = "unreadable") {
         self.kind = kind
         self.message = message
         self.errno = errno
+        self.code = code
     }
 
     package var description: String { message }

@@ -67,6 +67,17 @@ import Testing
         #expect(votes == expect["votes"] as? [String: Int])
         let ignored = Dictionary(grouping: resolution.ignored, by: { Report.Document.IgnoredReason($0.reason).rawValue }).mapValues(\.count)
         #expect(ignored == expect["ignored"] as? [String: Int])
+        // And the reason of each ignored candidate, by its index (or `held`).
+        let heldCandidate = held.map { Candidate($0, from: .held) }
+        let reasons = Dictionary(
+            uniqueKeysWithValues: resolution.ignored.map { ignored in
+                let key = ignored.candidate == heldCandidate ? "held" : candidates.firstIndex(of: ignored.candidate).map(String.init) ?? "?"
+                return (key, Report.Document.IgnoredReason(ignored.reason).rawValue)
+            })
+        if ProcessInfo.processInfo.environment["OPENUDID_PRINT_REASONS"] != nil {
+            print("REASONS", vector.index, reasons)
+        }
+        #expect(reasons == expect["reasons"] as? [String: String])
         #expect(resolution.conflicts.map(\.app) == expect["conflicts"] as? [String])
     }
 
@@ -150,5 +161,39 @@ import Testing
         let outstanding = Set((object["outstanding"] as? [Int] ?? []).map { UInt32($0) })
         let expected = try #require(object["settled"] as? Bool)
         #expect(Resolution.isSettled(resolution, outstanding: outstanding) == expected)
+    }
+}
+
+/// The reset marker and key files of docs/vectors/markers.json.
+@Suite struct MarkerVectorTests {
+    static let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../docs/vectors/markers.json").standardized
+
+    static func cases(_ section: String) -> [[String: Any]] {
+        guard let data = try? Data(contentsOf: file),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [] }
+        return object[section] as? [[String: Any]] ?? []
+    }
+
+    @Test func readsEachMarkerAsTheVectorSays() {
+        let cases = Self.cases("markers")
+        #expect(cases.count >= 10, "docs/vectors/markers.json at \(Self.file.path)")
+        for vector in cases {
+            let text = vector["text"] as? String ?? ""
+            #expect(ResetMarker.parse(Data(text.utf8)) == vector["generation"] as? Int64, "\(vector["name"] ?? "")")
+        }
+    }
+
+    @Test func readsEachKeyAsTheVectorSays() {
+        let cases = Self.cases("keys")
+        #expect(cases.count >= 5)
+        for vector in cases {
+            let key = ResetKey.parse(Data((vector["text"] as? String ?? "").utf8))
+            #expect(key?.generation == vector["generation"] as? Int64, "\(vector["name"] ?? "")")
+            if let hex = vector["key"] as? String {
+                #expect(key?.bytes.map { String(format: "%02x", $0) }.joined() == hex)
+            }
+        }
     }
 }

@@ -156,7 +156,7 @@ extension Engine {
             case .absent:
                 continue
             case .unavailable(let problem):
-                gathered.rejected.append(Rejection(place, problem.message))
+                gathered.rejected.append(Rejection(place, problem.message, code: problem.code))
             case .found(let bytes):
                 do {
                     let record = try SlotRecord.parse(bytes, now: now)
@@ -182,7 +182,7 @@ extension Engine {
             gathered.candidates.append(Candidate(record, from: .localCache))
             gathered.sources.append(SourceStatus("local-cache", .read(records: 1)))
         case .unavailable(let problem):
-            gathered.rejected.append(Rejection(localCache.path, problem.message))
+            gathered.rejected.append(Rejection(localCache.path, problem.message, code: problem.code))
             gathered.sources.append(SourceStatus("local-cache", .unavailable(problem.message)))
         }
     }

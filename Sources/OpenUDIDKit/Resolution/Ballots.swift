@@ -51,6 +51,7 @@ struct Ballots {
         for entry in sorted where entry.isHeld || Self.tier(of: entry, heldTier: heldTier) == .durable {
             if case .fileSlot(let owner) = entry.candidate.source, owner != entry.record.app { continue }
             if case .vendorMirror(_, let vendor) = entry.candidate.source, vendor != entry.record.vendor { continue }
+            if case .localCache = entry.candidate.source, let app, app != entry.record.app { continue }
             if case .present(let marked) = reset.marker, entry.record.generation > marked + 1 {
                 ahead.insert(entry.rank)
                 continue
@@ -92,6 +93,10 @@ struct Ballots {
             case .selection(_, let client):
                 selectionsByClient[client, default: []].append(entry)
             case .fileSlot(let owner) where owner != entry.record.app:
+                ignored.append((entry, .misplaced))
+            case .localCache where app.map({ $0 != entry.record.app }) ?? false:
+                // The app's own place holding another app's record: not its ballot,
+                // nor that app's, which did not put it there.
                 ignored.append((entry, .misplaced))
             case .fileSlot, .localCache:
                 durableByApp[entry.record.app, default: []].append(entry)
@@ -207,6 +212,7 @@ struct Ballots {
         for entry in entries where !entry.record.optOut && Self.tier(of: entry, heldTier: heldTier) == tier {
             if case .fileSlot(let owner) = entry.candidate.source, owner != entry.record.app { continue }
             if case .vendorMirror(_, let vendor) = entry.candidate.source, vendor != entry.record.vendor { continue }
+            if case .localCache = entry.candidate.source, let app, app != entry.record.app { continue }
             births[entry.record.id] = min(births[entry.record.id] ?? .max, entry.record.born)
         }
 

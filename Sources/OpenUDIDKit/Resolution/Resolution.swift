@@ -233,8 +233,11 @@ public struct Resolution: Sendable, Hashable {
         // A value of an older generation is no value of the app's any more: the user reset it.
         let current = ballots.generation
         // Nor is one the user's evidence does not vouch for (`ahead`).
+        // Nor is a cache holding another app's record (`misplaced`).
+        let resolvingApp = app ?? local?.app ?? held?.app
         let local =
-            local.flatMap { $0.optOut || $0.generation != current ? nil : $0 } ?? held.flatMap { $0.generation != current ? nil : $0 }
+            local.flatMap { $0.optOut || $0.generation != current || $0.app != resolvingApp ? nil : $0 }
+            ?? held.flatMap { $0.generation != current ? nil : $0 }
 
         let identifier: Identifier
         let born: Int64
