@@ -52,7 +52,9 @@ package struct Survey: Sendable {
                 switch entry.content {
                 case .absent: continue
                 case .unavailable(let problem):
-                    entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, problem.message, code: problem.code))))
+                    entries.append(
+                        Entry(kind: "file", slot: nil, holder: nil, record: .failure(Rejection(place, problem.message, code: problem.code)))
+                    )
                 case .found(let bytes):
                     do {
                         entries.append(Entry(kind: "file", slot: nil, holder: nil, record: .success(try SlotRecord.parse(bytes, now: now))))
