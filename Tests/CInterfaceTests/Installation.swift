@@ -86,6 +86,11 @@ final class Installation: Sendable {
     static let client = Result { try compiled("client.c", "cc", strictC, "client") }
     static let clientCxx = Result { try compiled("client.cpp", "c++", strictCxx, "client-cxx") }
     static let badInput = Result { try compiled("bad-input.c", "cc", strictC, "bad-input") }
+    /// The stale-handle program, plain and under AddressSanitizer.
+    static let handles = Result { try compiled("handles.c", "cc", strictC, "handles") }
+    static let handlesUnderASan = Result {
+        try compiled("handles.c", "cc", strictC + ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"], "handles-asan")
+    }
 
     private static func compiled(_ source: String, _ compiler: String, _ flags: [String], _ output: String) throws -> URL {
         let installation = try shared.get()
