@@ -81,14 +81,10 @@ public func openudid_report_json(_ pointer: OpaquePointer?) -> UnsafeMutablePoin
         _ = fail(error.code, error.message)
         return nil
     }
-    let json = found.udid.resolve().json()
-    guard let copy = malloc(json.count + 1)?.assumingMemoryBound(to: CChar.self) else {
-        _ = fail(.noMemory, "openudid_report_json: could not allocate \(json.count + 1) bytes for the report")
+    do {
+        return try cString(copying: found.udid.resolve().json(), of: "openudid_report_json")
+    } catch {
+        _ = fail(error.code, error.message)
         return nil
     }
-    json.withUnsafeBytes { bytes in
-        UnsafeMutableRawPointer(copy).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-    }
-    copy[json.count] = 0
-    return copy
 }
