@@ -32,7 +32,7 @@ import Testing
         // Leak checking stays on: the library must not leak a handle either.
         if underAddressSanitizer { environment["ASAN_OPTIONS"] = "abort_on_error=0:halt_on_error=1" }
         let lines = try lines(of: program, environment: environment)
-        #expect(lines == ["rounds 100", "reused 0", "closed-live 0", "done"])
+        #expect(lines == ["rounds 500", "reused 0", "closed-live 0", "done"])
     }
 
     @Test(arguments: ["header-c99", "header-c11", "header-c++11"])

@@ -1,7 +1,7 @@
 /*
  * Closes a handle twice with other handles opened in between: handles
  *
- * Each of 100 rounds opens a handle A, closes it, opens 16 more (an
+ * Each of 500 rounds opens a handle A, closes it, opens 16 more (an
  * allocator that hands out addresses would put one of them where A was)
  * and closes A again. The second close must be a no-op: every one of the 16
  * must still be open afterwards, and none may equal A. Prints "rounds N",
@@ -12,7 +12,7 @@
 #include <openudid.h>
 #include <stdio.h>
 
-#define ROUNDS 100
+#define ROUNDS 500
 #define OTHERS 16
 
 int main(void) {
