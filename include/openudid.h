@@ -47,9 +47,9 @@
  *   second more when peers do not answer (one deadline for the whole pass
  *   over the slots), up to 2 seconds for each Secret Service call that hangs
  *   (a slow or locked keyring), and up to 2 seconds while another process
- *   generates the first identifier. A GUI app calls them off
- *   its main loop (or uses openudid_participate_async) or accepts that pause
- *   once at start-up (later calls use the cached value).
+ *   generates the first identifier. A GUI app calls them off its main loop
+ *   (or uses openudid_participate_async) or accepts that pause once at
+ *   start-up (later calls use the cached value).
  * - The library never prints and never exits the process.
  */
 #ifndef OPENUDID_H

@@ -18,6 +18,15 @@ private func copy(_ text: String, into out: UnsafeMutablePointer<CChar>?, size: 
     bytes.withUnsafeBufferPointer { out.update(from: $0.baseAddress!, count: $0.count) }
 }
 
+/// Fails when a buffer of `size` bytes cannot hold an answer of `needed` bytes, NUL included.
+private func checkRoom(_ size: Int, for needed: Int, of function: String) throws(CallFailure) {
+    guard size >= needed else {
+        throw CallFailure(
+            .bufferTooSmall,
+            "\(function): the buffer holds \(size) bytes; the answer needs \(needed) (\(needed - 1) characters and a NUL)")
+    }
+}
+
 /// `openudid_value`: the shared identifier, 40 hex digits.
 @c @implementation
 public func openudid_value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
@@ -34,6 +43,8 @@ private func value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: function)
         _ = try required(out, "out", of: function)
+        // Bad input changes nothing: no resolution for an answer that cannot be given.
+        try checkRoom(size, for: Int(OPENUDID_VALUE_SIZE), of: function)
         try copy(handle.udid.value().hex, into: out, size: size, of: function)
     }
 }
@@ -54,6 +65,7 @@ private func appValue(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CCh
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: function)
         _ = try required(out, "out", of: function)
+        try checkRoom(size, for: Int(OPENUDID_APP_VALUE_SIZE), of: function)
         try copy(handle.udid.appScopedValue().uuidString.lowercased(), into: out, size: size, of: function)
     }
 }

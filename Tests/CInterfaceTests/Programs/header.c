@@ -145,6 +145,22 @@ static void destroy_functions(void) {
     check("destroy NULL: nothing called", destroyed == 1, "called");
 }
 
+/* A buffer too small is refused before anything is resolved, read or written. */
+static void small_buffers(void) {
+    openudid *udid = open_quiet("org.example.small");
+    char value[OPENUDID_VALUE_SIZE];
+    char *listing = NULL;
+    check("openudid_value_n(size 40): ERANGE", openudid_value_n(udid, value, OPENUDID_VALUE_SIZE - 1) == OPENUDID_ERANGE,
+          openudid_last_error());
+    check("openudid_app_value_n(size 36): ERANGE",
+          openudid_app_value_n(udid, value, OPENUDID_APP_VALUE_SIZE - 1) == OPENUDID_ERANGE, openudid_last_error());
+    openudid_close(udid);
+    openudid_forget_everything(OPENUDID_FORGET_DRY_RUN, &listing);
+    check("a buffer too small: nothing written", listing != NULL && !contains(listing, "org.example.small"),
+          listing ? listing : openudid_last_error());
+    openudid_free(listing);
+}
+
 static void forgetting(int really) {
     openudid *udid = open_quiet("org.example.forget");
     char value[OPENUDID_VALUE_SIZE];
@@ -193,6 +209,7 @@ int main(int argc, char **argv) {
         versions();
         last_error();
         destroy_functions();
+        small_buffers();
         forgetting(0);
     }
     printf("done\n");
