@@ -66,7 +66,7 @@ let package = Package(
         .systemLibrary(name: "COpenUDID"),
         .target(
             name: "libopenudid",
-            dependencies: ["OpenUDIDKit", "COpenUDID", "CommandLineKit"],
+            dependencies: ["OpenUDIDKit", "XSelection", "COpenUDID", "CommandLineKit"],
             exclude: ["exports.map", "link"],
             linkerSettings: [.unsafeFlags(libopenudidLinkerFlags)]
         ),

@@ -27,35 +27,62 @@
  * - Errors. A function that returns `int` returns OPENUDID_OK (0) on success
  *   and a negative OPENUDID_E... code on failure; a function that returns a
  *   pointer returns NULL on failure. Either way `openudid_last_error()` then
- *   says, in one sentence, what went wrong and what to do. A NULL pointer, a
- *   handle that was never opened or is already closed, an unknown enum value
- *   or a buffer that is too small is an error code, never a crash.
+ *   says, in one sentence, what went wrong and what to do; a call that
+ *   succeeds leaves it as it was. A NULL pointer, a handle that was never
+ *   opened or is already closed, an unknown enum value or flag, or a buffer
+ *   that is too small is an error code, never a crash, and changes nothing.
+ * - Handles. An `openudid *` or `openudid_options *` is a number the library
+ *   hands out once and never again, not the address of anything: the library
+ *   looks it up, never dereferences it. Once closed (or freed) it stays
+ *   closed, whatever the program opens later, so a second openudid_close of
+ *   it is a no-op that can never close another handle.
  * - Strings are UTF-8 and NUL-terminated. Strings passed in are copied; the
  *   library keeps no pointer to them after the call returns.
  * - Ownership. What a function returns for the caller to keep says so, and is
  *   freed with the function it names (`openudid_free`, `openudid_close`,
  *   `openudid_options_free`). Everything else belongs to the library.
  * - Threads. Every function may be called from any thread, and a handle may
- *   be shared between threads. Functions block while they read the X display
- *   and the stores (a few milliseconds; at most a quarter of a second when a
- *   peer does not answer), so a GUI app calls them off its main loop or
- *   accepts that pause once at start-up (later calls use the cached value).
+ *   be shared between threads. Functions that resolve block while they read
+ *   the X display and the stores: a few milliseconds usually; a quarter of a
+ *   second more when peers do not answer (one deadline for the whole pass
+ *   over the slots), up to 2 seconds for each Secret Service call that hangs
+ *   (a slow or locked keyring), and up to 2 seconds while another process
+ *   generates the first identifier. A GUI app calls them off its main loop
+ *   (or uses openudid_participate_async) or accepts that pause once at
+ *   start-up (later calls use the cached value).
  * - The library never prints and never exits the process.
  */
 #ifndef OPENUDID_H
 #define OPENUDID_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* The version of the package this header belongs to, the one
- * openudid_version() reports and `openudid --version` prints. */
+ * `openudid --version` prints. openudid_version() says which version of the
+ * library was loaded at run time, which may be newer than the header a
+ * program was compiled against. */
 #define OPENUDID_VERSION_MAJOR 0
 #define OPENUDID_VERSION_MINOR 2
 #define OPENUDID_VERSION_PATCH 0
+/* The same as a string, "MAJOR.MINOR.PATCH". */
+#define OPENUDID_VERSION "0.2.0"
+
+/* Nonzero when this header's version is `major.minor.patch` or later, for
+ * code that uses a function added in that version:
+ *
+ *     #if OPENUDID_CHECK_VERSION(0, 2, 0)
+ *         openudid_forget_everything(OPENUDID_FORGET_DRY_RUN, &listing);
+ *     #endif
+ */
+#define OPENUDID_CHECK_VERSION(major, minor, patch) \
+    (OPENUDID_VERSION_MAJOR > (major) || \
+     (OPENUDID_VERSION_MAJOR == (major) && OPENUDID_VERSION_MINOR > (minor)) || \
+     (OPENUDID_VERSION_MAJOR == (major) && OPENUDID_VERSION_MINOR == (minor) && OPENUDID_VERSION_PATCH >= (patch)))
 
 /* The version of the binary interface, the N of libopenudid.so.N: functions
  * are only ever added within it. It changes only when a function changes or
@@ -82,7 +109,9 @@ enum {
     OPENUDID_ENOHOME = -4,
     /* A store this operation must write could not be written. */
     OPENUDID_ESTORE = -5,
-    /* The X display this operation needs cannot be used. */
+    /* The X display named with openudid_options_set_display cannot be opened
+     * (openudid_open_with). Without a display named, the library works from
+     * its files when $DISPLAY cannot be opened, and says so in its report. */
     OPENUDID_EDISPLAY = -6,
     /* The caller's buffer is too small for the answer. */
     OPENUDID_ERANGE = -7,
@@ -113,6 +142,20 @@ typedef enum openudid_mirror {
     OPENUDID_MIRROR_NONE = 3
 } openudid_mirror;
 
+/* Called with each new identifier (40 hex digits and a NUL, valid during the
+ * call) and the `ctx` given to openudid_participate; see there. */
+typedef void (*openudid_change_func)(const char *id, void *ctx);
+
+/* Frees (or otherwise lets go of) the `ctx` a participation was given; see
+ * openudid_participate_full. */
+typedef void (*openudid_destroy_notify)(void *ctx);
+
+/* Flags for openudid_forget_everything. */
+enum {
+    /* List what would be removed; remove nothing. */
+    OPENUDID_FORGET_DRY_RUN = 1
+};
+
 /* What an app does when its own value disagrees with the consensus. */
 typedef enum openudid_policy {
     /* Adopt the consensus, so that apps converge (the default). */
@@ -134,7 +177,8 @@ const char *openudid_strerror(int code);
  * library; never to be freed. */
 const char *openudid_last_error(void);
 
-/* The library's version, "1.0.0". Static; never to be freed. */
+/* The version of the library loaded at run time, such as "0.2.0" (compare
+ * OPENUDID_VERSION, the header's). Static; never to be freed. */
 const char *openudid_version(void);
 
 /* ---- Options ----------------------------------------------------------- */
@@ -149,7 +193,9 @@ int openudid_options_new(openudid_options **out);
  * A handle opened with the options does not need them any more. */
 void openudid_options_free(openudid_options *options);
 
-/* The X display to use, such as ":0"; NULL means $DISPLAY.
+/* The X display to use, such as ":0"; NULL means $DISPLAY. A display named
+ * here must open: openudid_open_with fails with OPENUDID_EDISPLAY when it
+ * does not (with $DISPLAY the app goes on from its files instead).
  * Errors: OPENUDID_EINVAL (options not made by openudid_options_new). */
 int openudid_options_set_display(openudid_options *options, const char *display);
 
@@ -195,15 +241,21 @@ int openudid_options_set_consent_required(openudid_options *options, int require
 int openudid_open(const char *app, const char *vendor, openudid **out);
 
 /* Like openudid_open, with `options` (NULL for the defaults).
- * Errors: those of openudid_open, and OPENUDID_EINVAL for options not made by
- * openudid_options_new. */
+ * Errors: those of openudid_open, OPENUDID_EINVAL for options not made by
+ * openudid_options_new, and OPENUDID_EDISPLAY when the options name a display
+ * (openudid_options_set_display) that cannot be opened and use selections. */
 int openudid_open_with(const char *app, const char *vendor, const openudid_options *options, openudid **out);
 
-/* Stops the handle's participation, if any (its selection slot is released
- * at once), and frees it. When it returns, on_change is not running and will
- * not be called again, so its context can be freed. Called from inside
- * on_change it does the same without waiting for on_change to return.
- * NULL, and a handle already closed, are ignored. */
+/* Stops the handle's participation, if any, and frees the handle. The
+ * selection slot is released first, at once, even while on_change is
+ * running; then openudid_close waits for a running on_change to return.
+ * When it returns, on_change is not running and will not be called again,
+ * and a destroy function (openudid_participate_full) has been called, so the
+ * context can be freed. Called from inside on_change it does the same without
+ * waiting for on_change to return; the destroy function then runs right after
+ * on_change returns, on the library's thread.
+ * NULL, a handle already closed (however many handles were opened since) and
+ * a value that was never a handle are ignored: a no-op. */
 void openudid_close(openudid *handle);
 
 /* Writes the identifier every participating app shares into `out`: 40
@@ -216,7 +268,7 @@ void openudid_close(openudid *handle);
  *
  * A source that cannot be read does not make this fail: the report
  * (openudid_report_json) says which answered. Errors: OPENUDID_EINVAL. */
-int openudid_value(openudid *handle, char out[41]);
+int openudid_value(openudid *handle, char out[OPENUDID_VALUE_SIZE]);
 
 /* Like openudid_value, into a buffer of `size` bytes.
  * Errors: OPENUDID_EINVAL, OPENUDID_ERANGE (size < OPENUDID_VALUE_SIZE;
@@ -227,7 +279,7 @@ int openudid_value_n(openudid *handle, char *out, size_t size);
  * lowercase version-4 UUID and a NUL (OPENUDID_APP_VALUE_SIZE bytes); the nil
  * UUID when opted out. No other app can link it to its own: use it wherever
  * an identifier is shown or sent. Errors: OPENUDID_EINVAL. */
-int openudid_app_value(openudid *handle, char out[37]);
+int openudid_app_value(openudid *handle, char out[OPENUDID_APP_VALUE_SIZE]);
 
 /* Like openudid_app_value, into a buffer of `size` bytes.
  * Errors: OPENUDID_EINVAL, OPENUDID_ERANGE (size < OPENUDID_APP_VALUE_SIZE;
@@ -271,7 +323,7 @@ char *openudid_report_json(openudid *handle);
  *
  * Errors: OPENUDID_EINVAL, OPENUDID_EBUSY (the handle already participates;
  * one participation per handle). */
-int openudid_participate(openudid *handle, void (*on_change)(const char *id, void *ctx), void *ctx);
+int openudid_participate(openudid *handle, openudid_change_func on_change, void *ctx);
 
 /* Like openudid_participate, but returns at once: the first resolution (which
  * reads the X server, the files and the Secret Service, seconds with a slow
@@ -281,7 +333,25 @@ int openudid_participate(openudid *handle, void (*on_change)(const char *id, voi
  * on_change. openudid_close while it starts is safe: no callback runs after
  * openudid_close returns.
  * Errors: those of openudid_participate. */
-int openudid_participate_async(openudid *handle, void (*on_change)(const char *id, void *ctx), void *ctx);
+int openudid_participate_async(openudid *handle, openudid_change_func on_change, void *ctx);
+
+/* Like openudid_participate, with `destroy` (NULL for none), which the
+ * library calls with `ctx` exactly once when the participation ends: after
+ * the last on_change has returned, before openudid_close returns (or, when
+ * openudid_close is called from on_change, right after that on_change
+ * returns). It is called whether on_change is NULL or not. When this
+ * function fails, destroy is not called: `ctx` is still the caller's.
+ *
+ *   openudid_participate_full(udid, on_change, state, free);
+ *
+ * Errors: those of openudid_participate. */
+int openudid_participate_full(openudid *handle, openudid_change_func on_change, void *ctx, openudid_destroy_notify destroy);
+
+/* Like openudid_participate_async, with `destroy` as for
+ * openudid_participate_full; it is called too when openudid_close comes
+ * before the first resolution is done.
+ * Errors: those of openudid_participate. */
+int openudid_participate_async_full(openudid *handle, openudid_change_func on_change, void *ctx, openudid_destroy_notify destroy);
 
 /* Opts this app out: it reports 40 zeros, publishes that it opted out and no
  * longer votes, until openudid_opt_in. Kept in the app's local cache, so it
@@ -328,12 +398,28 @@ int openudid_is_opted_out_everywhere(void);
  * local caches, file mirrors, Secret Service items -- and raises the reset
  * generation, which it stores in *generation unless that is NULL. Running
  * apps follow within a second, the others on their next start. A copy that
- * could not be removed (a locked keyring) is superseded and overwritten when
- * next read: the call still succeeds, and openudid_last_error() names what
- * was left. Opt-outs and consent stay.
+ * could not be removed (a locked keyring) is superseded by the new
+ * generation and overwritten when next read, so the call still succeeds
+ * (`openudid reset` prints what was left). Opt-outs and consent stay.
  * Errors: OPENUDID_ENAMESPACE, OPENUDID_ENOHOME, OPENUDID_ESTORE (the reset
  * marker cannot be written: nothing was reset). */
-int openudid_reset_everywhere(const char *ns, long long *generation);
+int openudid_reset_everywhere(const char *ns, int64_t *generation);
+
+/* Removes everything the library wrote for the user, in every namespace:
+ * file slots, local caches, consent records, mirror files and Secret Service
+ * items, and the opt-out and reset markers (`openudid forget --all`). Stop
+ * the participating apps first, or they write their copies again.
+ *
+ * `flags` is 0 or OPENUDID_FORGET_DRY_RUN, which lists what would be removed
+ * and removes nothing. Unless `listing` is NULL, *listing receives a JSON
+ * object for the caller to free with openudid_free: "dryRun" (true or false),
+ * "files" (paths), "keyringItems" (item labels) and "problems" (what could
+ * not be looked at or removed); on failure *listing is NULL, except for
+ * OPENUDID_ESTORE, where it says what was removed and what was left.
+ * Errors: OPENUDID_EINVAL (an unknown flag: nothing is removed),
+ * OPENUDID_ENOHOME, OPENUDID_ESTORE (something could not be removed;
+ * openudid_last_error names it), OPENUDID_ENOMEM. */
+int openudid_forget_everything(unsigned int flags, char **listing);
 
 /* Deletes what uninstalling `app` with its data would: its file slot and its
  * local cache. Nothing of other apps, and nothing of the vendor mirror, is
@@ -347,7 +433,8 @@ int openudid_remove_app(const char *app);
 int openudid_remove_app_in(const char *app, const char *ns);
 
 /* Frees a string the library returned for the caller to free
- * (openudid_report_json). NULL is allowed and ignored. */
+ * (openudid_report_json, openudid_forget_everything). NULL is allowed and
+ * ignored. */
 void openudid_free(void *p);
 
 #ifdef __cplusplus

@@ -1,3 +1,5 @@
+import FoundationEssentials
+import Glibc
 import OpenUDIDKit
 
 /// Why a call from C failed: the code it returns and the message
@@ -52,4 +54,15 @@ func text(
 func required<T>(_ pointer: T?, _ name: String, of function: String) throws(CallFailure) -> T {
     guard let pointer else { throw CallFailure(.invalidArgument, "\(function): \(name) is NULL; pass where to put the result") }
     return pointer
+}
+
+/// A malloc'd copy of `bytes` and a NUL, for the caller to free with `openudid_free`.
+func cString(copying bytes: some DataProtocol, of function: String) throws(CallFailure) -> UnsafeMutablePointer<CChar> {
+    let count = bytes.count
+    guard let copy = malloc(count + 1)?.assumingMemoryBound(to: CChar.self) else {
+        throw CallFailure(.noMemory, "\(function): could not allocate \(count + 1) bytes for the answer")
+    }
+    UnsafeMutableRawBufferPointer(start: copy, count: count).copyBytes(from: bytes)
+    copy[count] = 0
+    return copy
 }

@@ -13,7 +13,7 @@ enum ErrorCode: Int32, CaseIterable {
     case invalidNamespace = -3
     case noHome = -4
     case storeUnavailable = -5
-    /// `OPENUDID_EDISPLAY`: kept in the header for binary compatibility; no call returns it.
+    /// `OPENUDID_EDISPLAY`: the display the options name cannot be opened.
     case displayUnavailable = -6
     case bufferTooSmall = -7
     case busy = -8
@@ -41,7 +41,7 @@ enum ErrorCode: Int32, CaseIterable {
         case .invalidNamespace: "invalid namespace"
         case .noHome: "no usable home directory"
         case .storeUnavailable: "a store could not be written"
-        case .displayUnavailable: "the X display cannot be used"
+        case .displayUnavailable: "the X display cannot be opened"
         case .bufferTooSmall: "the buffer is too small"
         case .busy: "the handle already participates"
         case .noMemory: "out of memory"

@@ -12,8 +12,9 @@ final class Handle: Sendable {
     /// Where the handle's participation stands.
     private enum State {
         case idle
-        /// `openudid_participate_async` is making the first resolution.
-        case starting
+        /// `openudid_participate_async` is making the first resolution; the
+        /// listener hears of it once it is done.
+        case starting(ChangeListener?)
         case running(Participating)
         case closed
     }
@@ -44,7 +45,7 @@ final class Handle: Sendable {
     func participateInBackground(_ listener: ChangeListener?, function: String) throws(CallFailure) {
         try state.withLock { (state: inout State) throws(CallFailure) in
             try Self.checkIdle(state, function: function, app: udid.app.id)
-            state = .starting
+            state = .starting(listener)
         }
         DispatchQueue.global(qos: .userInitiated).async { [self] in
             let participation = self.udid.participate()
@@ -66,16 +67,20 @@ final class Handle: Sendable {
         }
     }
 
-    /// Ends the participation: no callback runs after this returns (unless
-    /// called from that callback), and the selection slot is released. A
-    /// participation still starting is stopped as soon as it is made.
+    /// Ends the participation: the selection slot is released, then no
+    /// callback runs after this returns (unless called from that callback),
+    /// and the listener's destroy function has run. A participation still
+    /// starting is stopped as soon as it is made.
     func close() {
-        let running = state.withLock { state -> Participating? in
+        let previous = state.withLock { state -> State in
             defer { state = .closed }
-            if case .running(let participating) = state { return participating }
-            return nil
+            return state
         }
-        running?.stop()
+        switch previous {
+        case .running(let participating): participating.stop()
+        case .starting(let listener): listener?.stop()
+        case .idle, .closed: break
+        }
     }
 }
 
@@ -100,59 +105,84 @@ final class Participating: Sendable {
         }
     }
 
+    /// Releases the slot at once, then waits for a callback under way: a
+    /// callback that blocks must not keep the slot served in the app's name.
     func stop() {
-        listener?.stop()
         participation.stop()
         forwarding?.cancel()
+        listener?.stop()
     }
 }
 
 /// Calls a C callback with each new identifier, one call at a time and in
 /// order, on a serial queue of its own: a callback that blocks (a Python one
-/// waiting for its interpreter lock) holds up nobody else's work.
+/// waiting for its interpreter lock) holds up nobody else's work. When it
+/// stops, it calls the destroy function with the context, once.
 final class ChangeListener: @unchecked Sendable {
     typealias Callback = @convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void
+    typealias Destroy = @convention(c) (UnsafeMutableRawPointer?) -> Void
 
-    private let callback: Callback
+    private let callback: Callback?
     // The caller's context, passed back untouched; the library never reads it.
     private let context: UnsafeMutableRawPointer?
+    private let destroy: Destroy?
     private let queue = DispatchQueue(label: "openudid.on_change")
     // `stopped` and `calling` are guarded by `condition`.
     private let condition = Condition()
     private var stopped = false
     private var calling: pthread_t?
 
-    init(_ callback: @escaping Callback, context: UnsafeMutableRawPointer?) {
+    /// A listener for `openudid_participate…`, or nil when there is neither
+    /// a callback nor a destroy function, and so nothing to call.
+    static func make(_ callback: Callback?, context: UnsafeMutableRawPointer?, destroy: Destroy? = nil) -> ChangeListener? {
+        guard callback != nil || destroy != nil else { return nil }
+        return ChangeListener(callback, context: context, destroy: destroy)
+    }
+
+    private init(_ callback: Callback?, context: UnsafeMutableRawPointer?, destroy: Destroy?) {
         self.callback = callback
         self.context = context
+        self.destroy = destroy
     }
 
     /// Queues a call with `id`.
     func enqueue(_ id: String) {
+        guard let callback else { return }
         queue.async { [self] in
-            condition.withLock {
+            let calls = condition.withLock {
                 guard !stopped else { return false }
                 calling = pthread_self()
                 return true
-            } ? call(id) : ()
+            }
+            guard calls else { return }
+            id.withCString { callback($0, context) }
+            condition.withLock {
+                calling = nil
+                condition.broadcast()
+            }
         }
     }
 
-    private func call(_ id: String) {
-        id.withCString { callback($0, context) }
-        condition.withLock {
-            calling = nil
-            condition.broadcast()
-        }
-    }
-
-    /// Calls nothing more; waits for a call under way on another thread to return.
+    /// Calls nothing more; waits for a call under way on another thread to
+    /// return, then calls the destroy function. Called from inside the
+    /// callback, it does not wait: the destroy function runs on the queue
+    /// once the callback has returned. Only the first call does anything.
     func stop() {
-        condition.withLock {
+        let fromCallback = condition.withLock { () -> Bool? in
+            guard !stopped else { return nil }
             stopped = true
-            while let thread = calling, pthread_equal(thread, pthread_self()) == 0 {
+            while let thread = calling {
+                if pthread_equal(thread, pthread_self()) != 0 { return true }
                 condition.wait()
             }
+            return false
+        }
+        guard let fromCallback, let destroy else { return }
+        if fromCallback {
+            // After the callback under way, which the serial queue runs to its end first.
+            queue.async { [self] in self.destroy?(self.context) }
+        } else {
+            destroy(context)
         }
     }
 }

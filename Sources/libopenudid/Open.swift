@@ -5,6 +5,7 @@ import COpenUDID
 import FoundationEssentials
 import Glibc
 import OpenUDIDKit
+import XSelection
 
 /// Opens a handle for `openudid_open` and `openudid_open_with`.
 private func open(
@@ -28,6 +29,15 @@ private func open(
         } catch {
             throw CallFailure(error)
         }
+        // A display the app named must be there, as `openudid --display` says
+        // at once; $DISPLAY may come and go, and the app works from its files meanwhile.
+        if let display = configuration.display, configuration.usesSelections {
+            do throws(XSelectionError) {
+                try SelectionReader(display: display).close()
+            } catch {
+                throw CallFailure(.displayUnavailable, "\(function): \(error.message)")
+            }
+        }
         out.pointee = handleRegistry.register(Handle(udid))
     }
 }
@@ -50,7 +60,7 @@ public func openudid_open_with(
     open(app, vendor, options, out, function: "openudid_open_with")
 }
 
-/// `openudid_close`: ends the participation and frees the handle; NULL and unknown pointers are ignored.
+/// `openudid_close`: ends the participation and frees the handle; NULL, closed and unknown handles are ignored.
 @c @implementation
 public func openudid_close(_ pointer: OpaquePointer?) {
     handleRegistry.remove(pointer)?.close()

@@ -7,27 +7,49 @@ import OpenUDIDKit
 /// `openudid_participate`: takes part in the session until `openudid_close`.
 @c @implementation
 public func openudid_participate(
-    _ pointer: OpaquePointer?,
-    _ onChange: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void)?,
-    _ context: UnsafeMutableRawPointer?
+    _ pointer: OpaquePointer?, _ onChange: openudid_change_func?, _ context: UnsafeMutableRawPointer?
 ) -> Int32 {
-    status { () throws(CallFailure) in
-        let handle = try handle(pointer, of: "openudid_participate")
-        try handle.participate(onChange.map { ChangeListener($0, context: context) }, function: "openudid_participate")
-    }
+    participate(pointer, onChange, context, nil, inBackground: false, function: "openudid_participate")
 }
 
 /// `openudid_participate_async`: the same, returning at once; `on_change` hears the first identifier.
 @c @implementation
 public func openudid_participate_async(
-    _ pointer: OpaquePointer?,
-    _ onChange: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void)?,
-    _ context: UnsafeMutableRawPointer?
+    _ pointer: OpaquePointer?, _ onChange: openudid_change_func?, _ context: UnsafeMutableRawPointer?
+) -> Int32 {
+    participate(pointer, onChange, context, nil, inBackground: true, function: "openudid_participate_async")
+}
+
+/// `openudid_participate_full`: `openudid_participate` with a destroy function for the context.
+@c @implementation
+public func openudid_participate_full(
+    _ pointer: OpaquePointer?, _ onChange: openudid_change_func?, _ context: UnsafeMutableRawPointer?, _ destroy: openudid_destroy_notify?
+) -> Int32 {
+    participate(pointer, onChange, context, destroy, inBackground: false, function: "openudid_participate_full")
+}
+
+/// `openudid_participate_async_full`: `openudid_participate_async` with a destroy function for the context.
+@c @implementation
+public func openudid_participate_async_full(
+    _ pointer: OpaquePointer?, _ onChange: openudid_change_func?, _ context: UnsafeMutableRawPointer?, _ destroy: openudid_destroy_notify?
+) -> Int32 {
+    participate(pointer, onChange, context, destroy, inBackground: true, function: "openudid_participate_async_full")
+}
+
+/// Starts the participation of the handle `pointer` names for one of the
+/// `openudid_participate…` functions; on failure nothing is called, `destroy` included.
+private func participate(
+    _ pointer: OpaquePointer?, _ onChange: openudid_change_func?, _ context: UnsafeMutableRawPointer?, _ destroy: openudid_destroy_notify?,
+    inBackground: Bool, function: String
 ) -> Int32 {
     status { () throws(CallFailure) in
-        let handle = try handle(pointer, of: "openudid_participate_async")
-        try handle.participateInBackground(
-            onChange.map { ChangeListener($0, context: context) }, function: "openudid_participate_async")
+        let handle = try handle(pointer, of: function)
+        let listener = ChangeListener.make(onChange, context: context, destroy: destroy)
+        if inBackground {
+            try handle.participateInBackground(listener, function: function)
+        } else {
+            try handle.participate(listener, function: function)
+        }
     }
 }
 

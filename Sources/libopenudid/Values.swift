@@ -18,6 +18,15 @@ private func copy(_ text: String, into out: UnsafeMutablePointer<CChar>?, size: 
     bytes.withUnsafeBufferPointer { out.update(from: $0.baseAddress!, count: $0.count) }
 }
 
+/// Fails when a buffer of `size` bytes cannot hold an answer of `needed` bytes, NUL included.
+private func checkRoom(_ size: Int, for needed: Int, of function: String) throws(CallFailure) {
+    guard size >= needed else {
+        throw CallFailure(
+            .bufferTooSmall,
+            "\(function): the buffer holds \(size) bytes; the answer needs \(needed) (\(needed - 1) characters and a NUL)")
+    }
+}
+
 /// `openudid_value`: the shared identifier, 40 hex digits.
 @c @implementation
 public func openudid_value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>?) -> Int32 {
@@ -34,6 +43,8 @@ private func value(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CChar>
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: function)
         _ = try required(out, "out", of: function)
+        // Bad input changes nothing: no resolution for an answer that cannot be given.
+        try checkRoom(size, for: Int(OPENUDID_VALUE_SIZE), of: function)
         try copy(handle.udid.value().hex, into: out, size: size, of: function)
     }
 }
@@ -54,6 +65,7 @@ private func appValue(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<CCh
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: function)
         _ = try required(out, "out", of: function)
+        try checkRoom(size, for: Int(OPENUDID_APP_VALUE_SIZE), of: function)
         try copy(handle.udid.appScopedValue().uuidString.lowercased(), into: out, size: size, of: function)
     }
 }
@@ -81,14 +93,10 @@ public func openudid_report_json(_ pointer: OpaquePointer?) -> UnsafeMutablePoin
         _ = fail(error.code, error.message)
         return nil
     }
-    let json = found.udid.resolve().json()
-    guard let copy = malloc(json.count + 1)?.assumingMemoryBound(to: CChar.self) else {
-        _ = fail(.noMemory, "openudid_report_json: could not allocate \(json.count + 1) bytes for the report")
+    do {
+        return try cString(copying: found.udid.resolve().json(), of: "openudid_report_json")
+    } catch {
+        _ = fail(error.code, error.message)
         return nil
     }
-    json.withUnsafeBytes { bytes in
-        UnsafeMutableRawPointer(copy).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-    }
-    copy[json.count] = 0
-    return copy
 }

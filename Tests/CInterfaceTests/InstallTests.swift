@@ -89,8 +89,21 @@ import Testing
     func theHeaderCompilesWithoutWarnings(compiler: String, flags: [String], language: String) throws {
         let home = try PrivateHome()
         let source = home.root.appendingPathComponent("include-only.txt")
-        try "#include <openudid.h>\nint main(void) { return OPENUDID_OK + OPENUDID_VALUE_SIZE - 41; }\n"
-            .write(to: source, atomically: true, encoding: .utf8)
+        try """
+        #include <openudid.h>
+        #if !OPENUDID_CHECK_VERSION(OPENUDID_VERSION_MAJOR, OPENUDID_VERSION_MINOR, OPENUDID_VERSION_PATCH)
+        #error OPENUDID_CHECK_VERSION denies the version of the header
+        #endif
+        static void ignore(void *ctx) { (void)ctx; }
+        int main(void) {
+            openudid_destroy_notify destroy = ignore;
+            int64_t generation = 0;
+            destroy(&generation);
+            return OPENUDID_OK + OPENUDID_VALUE_SIZE - 41 + (OPENUDID_VERSION[0] == '\\0') + OPENUDID_FORGET_DRY_RUN - 1;
+        }
+
+        """
+        .write(to: source, atomically: true, encoding: .utf8)
         let cflags = try installation.pkgConfig(["--cflags"])
         let result = try runCommand(
             Tools.find(compiler), flags + cflags + ["-x", language, "-fsyntax-only", source.path],

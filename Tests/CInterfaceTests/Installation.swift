@@ -86,6 +86,21 @@ final class Installation: Sendable {
     static let client = Result { try compiled("client.c", "cc", strictC, "client") }
     static let clientCxx = Result { try compiled("client.cpp", "c++", strictCxx, "client-cxx") }
     static let badInput = Result { try compiled("bad-input.c", "cc", strictC, "bad-input") }
+    /// The stale-handle program, plain and under AddressSanitizer.
+    static let handles = Result { try compiled("handles.c", "cc", strictC, "handles") }
+    static let handlesUnderASan = Result {
+        try compiled("handles.c", "cc", strictC + ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"], "handles-asan")
+    }
+    /// The header's promises, compiled as C99, C11 and C++11.
+    static let header = Result {
+        [
+            try compiled("header.c", "cc", strictC, "header-c99"),
+            try compiled("header.c", "cc", ["-std=c11", "-Wall", "-Wextra", "-pedantic", "-Werror"], "header-c11"),
+            try compiled("header.c", "c++", ["-x", "c++"] + strictCxx, "header-c++11")
+        ]
+    }
+    /// The program whose callback blocks while it closes its handle.
+    static let blockingClose = Result { try compiled("blocking-close.c", "cc", strictC + ["-pthread"], "blocking-close") }
 
     private static func compiled(_ source: String, _ compiler: String, _ flags: [String], _ output: String) throws -> URL {
         let installation = try shared.get()

@@ -2,31 +2,18 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The Python binding, installed with pip from bindings/python into a
-/// temporary directory, loading the installed libopenudid, beside Swift apps
-/// on one private X server.
+/// The Python binding, built with `python -m build` and installed from its
+/// wheel into a virtual environment (PythonPackage), loading the installed
+/// libopenudid, beside Swift apps on one private X server.
 @Suite(.requiresXvfb) struct PythonBindingTests {
     static let zeros = String(repeating: "0", count: 40)
 
-    /// `pip install --target` of bindings/python, once per test process.
-    static let installed = Result { () throws -> URL in
-        let installation = try Installation.shared.get()
-        let target = installation.binaries.deletingLastPathComponent().appendingPathComponent("python")
-        let result = try runCommand(
-            Tools.find("python3"),
-            [
-                "-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check", "--target", target.path,
-                Installation.packageRoot.appendingPathComponent("bindings/python").path
-            ],
-            environment: installation.environment(), timeout: 120)
-        guard result.status == 0 else { throw HarnessError("pip install bindings/python failed: \(result.standardError)") }
-        return target
-    }
+    /// The interpreter of the virtual environment the wheel is installed in.
+    private var python: URL { get throws { try PythonPackage.shared.get().python } }
 
-    /// The environment of a Python app: the session's, the pip target on its path, and the installed library.
+    /// The environment of a Python app: the session's and the installed library.
     private func environment(_ session: TestSession, locate: Bool = true) throws -> [String: String] {
         var environment = try Installation.shared.get().environment(session.environment)
-        environment["PYTHONPATH"] = try Self.installed.get().path
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         if !locate { environment["LD_LIBRARY_PATH"] = nil }
         return environment
@@ -35,7 +22,7 @@ import Testing
     private func python(_ code: String, session: TestSession, extra: [String: String] = [:]) throws -> CommandResult {
         var environment = try environment(session)
         environment.merge(extra) { $1 }
-        return try runCommand(Tools.find("python3"), ["-c", code, session.namespace], environment: environment)
+        return try runCommand(python, ["-c", code, session.namespace], environment: environment)
     }
 
     @Test func aPythonAppAgreesWithSwiftAppsAndFollowsItsOptOut() throws {
@@ -50,7 +37,7 @@ import Testing
 
         let client = Installation.programs.appendingPathComponent("client.py")
         let child = try ChildProcess(
-            Tools.find("python3"), [client.path, "org.example.python", session.namespace],
+            python, [client.path, "org.example.python", session.namespace],
             environment: try environment(session))
         #expect(child.nextLine(timeout: 15) == "value \(shared)", "\(child.standardError)")
         let appLine = try #require(child.nextLine(timeout: 5))
@@ -101,7 +88,7 @@ import Testing
         #expect(lines[1].hasPrefix("-3 | \"bad ns!\" is not a valid namespace"))
         #expect(lines[2].hasPrefix("-1 | mirror must be one of"))
         #expect(lines[3].hasPrefix("-2 | \"x\" is not a valid app id"))
-        #expect(lines[4].hasPrefix("-8 | openudid_participate: org.example.python already participates"))
+        #expect(lines[4].hasPrefix("-8 | openudid_participate_full: org.example.python already participates"))
         #expect(lines[5].hasPrefix("-1 | the handle for org.example.python is closed"))
         #expect(lines[6] == "-2 -3 -1 -8")
     }
@@ -153,10 +140,10 @@ import Testing
         var environment = try environment(session, locate: false)
         environment["OPENUDID_LIBRARY"] = library
         environment["PKG_CONFIG_PATH"] = nil
-        #expect(try runCommand(Tools.find("python3"), ["-c", code], environment: environment).standardOutput == "0.2.0\n")
+        #expect(try runCommand(python, ["-c", code], environment: environment).standardOutput == "0.2.0\n")
         // A wrong path says what to do.
         environment["OPENUDID_LIBRARY"] = "/nonexistent/libopenudid.so.1"
-        let failed = try runCommand(Tools.find("python3"), ["-c", code], environment: environment)
+        let failed = try runCommand(python, ["-c", code], environment: environment)
         #expect(failed.status != 0)
         #expect(failed.standardError.contains("cannot load libopenudid") && failed.standardError.contains("OPENUDID_LIBRARY"))
     }

@@ -4,7 +4,8 @@ import Testing
 
 /// The version lives in one place (Sources/CommandLineKit/Command.swift); the
 /// header's macros and the Python package say it again, for their own users,
-/// and must agree with it.
+/// and must agree with it. (Programs/header.c checks that the loaded
+/// library's `openudid_version()` agrees with the macros.)
 @Suite struct VersionTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -19,6 +20,7 @@ import Testing
                 String.init) ?? "?"
         }
         #expect(parts.joined(separator: ".") == version)
+        #expect(header.contains("\n#define OPENUDID_VERSION \"\(version)\"\n"), "OPENUDID_VERSION is not \"\(version)\"")
 
         let project = try String(contentsOf: Self.root.appendingPathComponent("bindings/python/pyproject.toml"), encoding: .utf8)
         #expect(project.contains("version = \"\(version)\""))

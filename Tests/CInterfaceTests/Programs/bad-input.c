@@ -71,6 +71,10 @@ static void arguments(void) {
     report("openudid_open_with(options forged)", openudid_open_with("org.example.bad", NULL, (openudid_options *)(void *)forged_storage, &udid));
     report("openudid_open_with(app NULL)", openudid_open_with(NULL, NULL, options, &udid));
     report("openudid_open_with(out NULL)", openudid_open_with("org.example.bad", NULL, options, NULL));
+    /* A display the options name must open; without selections it is not used. */
+    openudid_options_set_display(options, ":4093");
+    report("openudid_open_with(display \":4093\")", openudid_open_with("org.example.bad", NULL, options, &udid));
+    report("openudid_open_with(out set to NULL without a display)", udid == NULL ? OPENUDID_OK : -100);
     openudid_options_set_selections(options, 0);
     openudid_options_set_mirror(options, OPENUDID_MIRROR_FILE);
     report("openudid_open_with", openudid_open_with("org.example.bad", NULL, options, &udid));
@@ -105,6 +109,10 @@ static void arguments(void) {
     report("openudid_participate(twice)", openudid_participate(udid, NULL, NULL));
     report("openudid_participate_async(handle NULL)", openudid_participate_async(NULL, NULL, NULL));
     report("openudid_participate_async(already participating)", openudid_participate_async(udid, NULL, NULL));
+    report("openudid_participate_full(handle NULL)", openudid_participate_full(NULL, NULL, NULL, NULL));
+    report("openudid_participate_full(already participating)", openudid_participate_full(udid, NULL, NULL, NULL));
+    report("openudid_participate_async_full(handle NULL)", openudid_participate_async_full(NULL, NULL, NULL, NULL));
+    report("openudid_participate_async_full(already participating)", openudid_participate_async_full(udid, NULL, NULL, NULL));
     {
         /* Closed while its first resolution still runs: nothing may outlive the handle. */
         openudid *starting = NULL;
@@ -139,6 +147,10 @@ static void arguments(void) {
     report("openudid_remove_app_in(app NULL)", openudid_remove_app_in(NULL, "ns"));
     report("openudid_remove_app_in(ns \"bad ns!\")", openudid_remove_app_in("org.example.bad", "bad ns!"));
     report("openudid_reset_everywhere(ns \"bad ns!\")", openudid_reset_everywhere("bad ns!", NULL));
+    json = (char *)"untouched";
+    report("openudid_forget_everything(flags 0x6)", openudid_forget_everything(0x6, &json));
+    report("openudid_forget_everything(listing NULL on failure)", json == NULL ? OPENUDID_OK : -100);
+    report("openudid_forget_everything(listing NULL)", openudid_forget_everything(OPENUDID_FORGET_DRY_RUN, NULL));
 
     /* Texts. */
     said("openudid_strerror(12345)", openudid_strerror(12345));
@@ -162,6 +174,7 @@ static void no_home(void) {
     report("openudid_remove_app(no home)", openudid_remove_app("org.example.bad"));
     report("openudid_remove_app_in(no home)", openudid_remove_app_in("org.example.bad", "ns"));
     report("openudid_reset_everywhere(no home)", openudid_reset_everywhere(NULL, NULL));
+    report("openudid_forget_everything(no home)", openudid_forget_everything(OPENUDID_FORGET_DRY_RUN, NULL));
     said("openudid_is_opted_out_everywhere(no home)", openudid_is_opted_out_everywhere() ? "1" : "0");
 }
 

@@ -11,40 +11,68 @@ ctypes, with nothing beyond the standard library::
     udid.report()       # the identifier with its provenance, a dict
     udid.participate(lambda id: print("now", id))
 
+Everything the C interface does is here: values and reports, participation
+(waiting for the first resolution or not), opting out per app and for the
+user, consent, resetting, removing one app's data and forgetting everything.
+
 The library is found, in this order, at the path in $OPENUDID_LIBRARY, as
 libopenudid.so.1 on the loader's path (scripts/install puts it there), and
 in the libdir pkg-config gives for openudid.
 
-Every failure raises `openudid.Error`, which carries the library's code
-(`OPENUDID_E...`, negative) and its message.
+Every failure of the library raises `openudid.Error`, which carries the
+library's code (`OPENUDID_E...`, negative; `openudid.EAPP`...) and its
+message. A wrong Python argument is refused before the library is called,
+so it changes nothing: `TypeError` for a wrong type (a callback that is not
+callable, an app id that is not a str), `ValueError` for a wrong value (a
+string with a NUL character in it, which C would cut short).
+
+The constants (error codes, sizes, enum values) come from include/openudid.h
+through `_constants.py`, which generate_constants.py writes from the header.
 """
 
 import ctypes
 import ctypes.util
+import itertools
 import json
 import os
 import subprocess
 import threading
 
+from ._constants import (  # noqa: F401 (re-exported)
+    ABI_VERSION, APP_VALUE_SIZE, EAPP, EBUSY, EDISPLAY, EINVAL, ENAMESPACE, ENOHOME, ENOMEM, ERANGE, ERROR_NAMES,
+    ESTORE, FORGET_DRY_RUN, MIRROR_AUTOMATIC, MIRROR_FILE, MIRROR_NONE, MIRROR_SECRET_SERVICE, OK,
+    POLICY_FOLLOW_CONSENSUS, POLICY_KEEP_LOCAL, VALUE_SIZE, VERSION, VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH,
+)
+
 __all__ = [
     "OpenUDID", "Error", "remove_app", "opt_out_everywhere", "opt_in_everywhere",
-    "is_opted_out_everywhere", "reset_everywhere", "library_version",
+    "is_opted_out_everywhere", "reset_everywhere", "forget_everything", "library_version",
     "MIRROR_AUTOMATIC", "MIRROR_SECRET_SERVICE", "MIRROR_FILE", "MIRROR_NONE",
     "POLICY_FOLLOW_CONSENSUS", "POLICY_KEEP_LOCAL",
+    "OK", "EINVAL", "EAPP", "ENAMESPACE", "ENOHOME", "ESTORE", "EDISPLAY", "ERANGE", "EBUSY", "ENOMEM",
 ]
 
-# The constants of openudid.h.
-OK = 0
-EINVAL, EAPP, ENAMESPACE, ENOHOME, ESTORE, EDISPLAY, ERANGE, EBUSY, ENOMEM = range(-1, -10, -1)
-VALUE_SIZE = 41
-APP_VALUE_SIZE = 37
-MIRROR_AUTOMATIC, MIRROR_SECRET_SERVICE, MIRROR_FILE, MIRROR_NONE = range(4)
-POLICY_FOLLOW_CONSENSUS, POLICY_KEEP_LOCAL = range(2)
+# The version of this package: the version of the header it was made from.
+__version__ = VERSION
 
 _MIRRORS = {"automatic": MIRROR_AUTOMATIC, "secret-service": MIRROR_SECRET_SERVICE, "file": MIRROR_FILE, "none": MIRROR_NONE}
 _POLICIES = {"follow": POLICY_FOLLOW_CONSENSUS, "keep": POLICY_KEEP_LOCAL}
 
 _ON_CHANGE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
+_DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+# The callbacks the library may still call, by the context number it was
+# given for each; the library's destroy function drops one once its
+# participation has ended, so none is freed while the library can call it.
+_callbacks = {}
+_callbacks_lock = threading.Lock()
+_context_numbers = itertools.count(1)
+
+
+@_DESTROY
+def _release(context):
+    with _callbacks_lock:
+        _callbacks.pop(context, None)
 
 
 class Error(Exception):
@@ -58,6 +86,13 @@ class Error(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+        # What openudid_forget_everything listed when it failed (forget_everything).
+        self.listing = None
+
+    @property
+    def name(self):
+        """The code's name in openudid.h, such as "OPENUDID_EAPP"."""
+        return ERROR_NAMES.get(self.code, f"unknown error {self.code}")
 
     def __str__(self):
         return f"{self.message} ({_library().openudid_strerror(self.code).decode()})"
@@ -99,6 +134,7 @@ def _declare(library):
         "openudid_options_set_namespace": (c_int, [c_void_p, c_char_p]),
         "openudid_options_set_mirror": (c_int, [c_void_p, c_int]),
         "openudid_options_set_policy": (c_int, [c_void_p, c_int]),
+        "openudid_options_set_consent_required": (c_int, [c_void_p, c_int]),
         "openudid_open_with": (c_int, [c_char_p, c_char_p, c_void_p, handle_out]),
         "openudid_close": (None, [c_void_p]),
         "openudid_value_n": (c_int, [c_void_p, c_char_p, c_size_t]),
@@ -106,13 +142,19 @@ def _declare(library):
         "openudid_refresh": (c_int, [c_void_p]),
         # A c_void_p result, not c_char_p: the string must be freed by the library.
         "openudid_report_json": (c_void_p, [c_void_p]),
-        "openudid_participate": (c_int, [c_void_p, _ON_CHANGE, c_void_p]),
+        "openudid_participate_full": (c_int, [c_void_p, _ON_CHANGE, c_void_p, _DESTROY]),
+        "openudid_participate_async_full": (c_int, [c_void_p, _ON_CHANGE, c_void_p, _DESTROY]),
         "openudid_opt_out": (c_int, [c_void_p]),
         "openudid_opt_in": (c_int, [c_void_p]),
+        "openudid_grant_consent": (c_int, [c_void_p]),
+        "openudid_withdraw_consent": (c_int, [c_void_p]),
+        "openudid_has_consent": (c_int, [c_void_p]),
         "openudid_opt_out_everywhere": (c_int, []),
         "openudid_opt_in_everywhere": (c_int, []),
         "openudid_is_opted_out_everywhere": (c_int, []),
-        "openudid_reset_everywhere": (c_int, [c_char_p, ctypes.POINTER(ctypes.c_longlong)]),
+        "openudid_reset_everywhere": (c_int, [c_char_p, ctypes.POINTER(ctypes.c_int64)]),
+        # A c_void_p out-parameter, not c_char_p: the string must be freed by the library.
+        "openudid_forget_everything": (c_int, [ctypes.c_uint, ctypes.POINTER(c_void_p)]),
         "openudid_remove_app_in": (c_int, [c_char_p, c_char_p]),
         "openudid_free": (None, [c_void_p]),
     }
@@ -144,16 +186,36 @@ def _library():
 
 
 def _check(code):
-    if code != OK:
+    if code < OK:
         raise Error(code, _library().openudid_last_error().decode("utf-8", "replace"))
+    return code
 
 
 def _text(value, name):
+    """`value` as the NUL-terminated UTF-8 bytes C takes; None stays None."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if "\0" in value:
+        raise ValueError(
+            f"{name} {value!r} contains a NUL character (at index {value.index(chr(0))}); "
+            "C would read it only up to there, so it is refused")
     return value.encode("utf-8")
+
+
+def _flag(value, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return 1 if value else 0
+
+
+def _taken(pointer):
+    """The text of a string the library returned for the caller to free, freed."""
+    try:
+        return ctypes.string_at(pointer).decode("utf-8")
+    finally:
+        _library().openudid_free(pointer)
 
 
 class OpenUDID:
@@ -167,30 +229,40 @@ class OpenUDID:
     :param namespace: a namespace of the app's own, for tests and experiments.
     :param mirror: ``"automatic"`` (default), ``"secret-service"``, ``"file"`` or ``"none"``.
     :param policy: ``"follow"`` the consensus (default) or ``"keep"`` the app's own value.
-    :raises Error: for an invalid app id, vendor, namespace or option.
+    :param consent_required: take part only once the user consented
+        (`grant_consent()`); until then the value is 40 zeros.
+    :raises Error: for an invalid app id, vendor, namespace or option
+        (EDISPLAY for a `display` that does not open).
 
     Usable as a context manager; `close()` ends the participation.
     """
 
     def __init__(self, app, vendor=None, *, display=None, selections=True, namespace=None, mirror="automatic",
-                 policy="follow"):
-        library = _library()
+                 policy="follow", consent_required=False):
         self._handle = None
-        self._callback = None
+        # Every argument is checked before the library is called.
+        arguments = (_text(app, "app"), _text(vendor, "vendor"), _text(display, "display"),
+                     _text(namespace, "namespace"), _flag(selections, "selections"),
+                     _flag(consent_required, "consent_required"))
+        if app is None:
+            raise TypeError("app must be a str such as 'org.example.app', not None")
         if mirror not in _MIRRORS:
             raise Error(EINVAL, f"mirror must be one of {', '.join(_MIRRORS)}, not {mirror!r}")
         if policy not in _POLICIES:
             raise Error(EINVAL, f"policy must be one of {', '.join(_POLICIES)}, not {policy!r}")
+        app_bytes, vendor_bytes, display_bytes, namespace_bytes, selections_flag, consent_flag = arguments
+        library = _library()
         options = ctypes.c_void_p()
         _check(library.openudid_options_new(ctypes.byref(options)))
         try:
-            _check(library.openudid_options_set_display(options, _text(display, "display")))
-            _check(library.openudid_options_set_selections(options, 1 if selections else 0))
-            _check(library.openudid_options_set_namespace(options, _text(namespace, "namespace")))
+            _check(library.openudid_options_set_display(options, display_bytes))
+            _check(library.openudid_options_set_selections(options, selections_flag))
+            _check(library.openudid_options_set_namespace(options, namespace_bytes))
             _check(library.openudid_options_set_mirror(options, _MIRRORS[mirror]))
             _check(library.openudid_options_set_policy(options, _POLICIES[policy]))
+            _check(library.openudid_options_set_consent_required(options, consent_flag))
             handle = ctypes.c_void_p()
-            _check(library.openudid_open_with(_text(app, "app"), _text(vendor, "vendor"), options, ctypes.byref(handle)))
+            _check(library.openudid_open_with(app_bytes, vendor_bytes, options, ctypes.byref(handle)))
             self._handle = handle
         finally:
             library.openudid_options_free(options)
@@ -221,34 +293,56 @@ class OpenUDID:
     def report(self):
         """The latest resolution with its provenance, as `openudid get --json`
         prints it: a dict with "id", "appScoped", "origin", "votes", "sources"..."""
-        library = _library()
-        pointer = library.openudid_report_json(self._open_handle())
+        pointer = _library().openudid_report_json(self._open_handle())
         if not pointer:
             _check(EINVAL)
-        try:
-            return json.loads(ctypes.string_at(pointer).decode())
-        finally:
-            library.openudid_free(pointer)
+        return json.loads(_taken(pointer))
 
     def participate(self, callback=None):
         """Takes part in the session until `close()`: serves this app's record
-        in a selection slot and follows the others.
+        in a selection slot and follows the others. Returns once the first
+        resolution is served.
 
         `callback(id)` is called with each new identifier, starting with the
         first, on a thread of the library's: hand the value to your own loop
         (for example with ``GLib.idle_add`` or a ``queue.Queue``).
 
+        :raises TypeError: when `callback` is neither None nor callable.
         :raises Error: with code EBUSY when already participating.
         """
+        self._participate(callback, _library().openudid_participate_full)
+
+    def participate_async(self, callback=None):
+        """Like `participate()`, but returns at once: the first resolution
+        (which may wait seconds for a slow keyring) runs on a thread of the
+        library's, and `callback` hears the first identifier when it is done.
+        The form for a GUI main loop.
+
+        :raises TypeError: when `callback` is neither None nor callable.
+        :raises Error: with code EBUSY when already participating.
+        """
+        self._participate(callback, _library().openudid_participate_async_full)
+
+    def _participate(self, callback, start):
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable (it is called with each identifier), not {callback!r}")
+        handle = self._open_handle()
         if callback is None:
             function = _ON_CHANGE()
         else:
             def on_change(identifier, _context):
                 callback(identifier.decode())
             function = _ON_CHANGE(on_change)
-        _check(_library().openudid_participate(self._open_handle(), function, None))
-        # The library calls it until close(); it must live as long.
-        self._callback = function
+        context = next(_context_numbers)
+        with _callbacks_lock:
+            _callbacks[context] = function
+        try:
+            _check(start(handle, function, context, _release))
+        except Error:
+            # On failure the library keeps nothing and calls no destroy function.
+            with _callbacks_lock:
+                _callbacks.pop(context, None)
+            raise
 
     def opt_out(self):
         """Opts this app out (40 zeros) until `opt_in()`; lasts across restarts."""
@@ -258,13 +352,27 @@ class OpenUDID:
         """Undoes `opt_out()`."""
         _check(_library().openudid_opt_in(self._open_handle()))
 
+    def grant_consent(self):
+        """Records the user's consent for this app (kept until withdrawn); a
+        participating handle takes part at once."""
+        _check(_library().openudid_grant_consent(self._open_handle()))
+
+    def withdraw_consent(self):
+        """Withdraws the user's consent and erases this app's file slot and
+        local cache; a participating handle gives up its slot at once."""
+        _check(_library().openudid_withdraw_consent(self._open_handle()))
+
+    def has_consent(self):
+        """Whether the user's consent for this app is recorded."""
+        return _check(_library().openudid_has_consent(self._open_handle())) == 1
+
     def close(self):
-        """Ends the participation (the selection slot is released) and frees
-        the handle. No callback runs once this returns. Closing twice is fine."""
+        """Ends the participation (the selection slot is released at once) and
+        frees the handle. No callback runs once this returns, unless it is
+        called from the callback itself. Closing twice is fine."""
         if self._handle is not None:
             _library().openudid_close(self._handle)
             self._handle = None
-            self._callback = None
 
     def __enter__(self):
         return self
@@ -302,11 +410,33 @@ def reset_everywhere(namespace=None):
     """Gives every participating app a new identifier, never the old one again:
     removes every copy of it and raises the reset generation, which it returns.
     Opt-outs and consent stay."""
-    generation = ctypes.c_longlong(0)
+    generation = ctypes.c_int64(0)
     _check(_library().openudid_reset_everywhere(_text(namespace, "namespace"), ctypes.byref(generation)))
     return generation.value
 
 
+def forget_everything(dry_run=False):
+    """Removes everything the library wrote for the user, in every namespace
+    (`openudid forget --all`); stop the participating apps first. With
+    `dry_run` it removes nothing and says what it would remove.
+
+    Returns a dict: "dryRun", "files" (paths), "keyringItems" (labels) and
+    "problems". Raises `Error` (ESTORE) when something could not be removed;
+    its `listing` attribute then holds the dict.
+    """
+    flags = FORGET_DRY_RUN if _flag(dry_run, "dry_run") else 0
+    pointer = ctypes.c_void_p()
+    code = _library().openudid_forget_everything(flags, ctypes.byref(pointer))
+    listing = json.loads(_taken(pointer.value)) if pointer.value else None
+    try:
+        _check(code)
+    except Error as error:
+        error.listing = listing
+        raise
+    return listing
+
+
 def library_version():
-    """The loaded library's version, such as "0.2.0"."""
+    """The loaded library's version, such as "0.2.0" (`VERSION` is the
+    version of the header this package was made from)."""
     return _library().openudid_version().decode()
