@@ -60,6 +60,10 @@ import Testing
 
         // The stopped app starts after the keyring is unlocked: its vendor's mirror
         // still holds the old identifier, which is superseded, not brought back.
+        // The running apps stop first: one that resolved again after the unlock
+        // would rewrite the mirror before this app could read the old value.
+        notes.stop()
+        chess.stop()
         try bus.unlock(password: "correct horse")
         let photos = try session.report("com.acme.photos", Self.keyring)
         #expect(photos["id"] as? String == new)

@@ -184,7 +184,17 @@ import Testing
         // Its own slot is one ballot, and only that.
         #expect(eventually(timeout: 10) { (try? Self.liveVotes(session, for: forgery)) == 1 })
         Self.expectNoneMoves(participants, from: honest)
-        #expect((try? Self.liveVotes(session, for: forgery)) == 1)
+        // Still one ballot afterwards. On a busy machine one observer's pass can
+        // miss the forger's own slot (no answer by the deadline), so the count
+        // is taken again until one pass hears it; it must never be more than one.
+        var counts: [Int] = []
+        #expect(
+            eventually(timeout: 20) {
+                let count = (try? Self.liveVotes(session, for: forgery)) ?? 0
+                counts.append(count)
+                return count == 1
+            }, "the forger's votes in each pass: \(counts)")
+        #expect(!counts.contains { $0 > 1 }, "the forger's votes in each pass: \(counts)")
     }
 
     @Test func ninetySevenStalledINCRClientsMakeNoSelectionOnlyAppForget() throws {
