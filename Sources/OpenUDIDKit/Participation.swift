@@ -329,7 +329,7 @@ final class ParticipationCore: @unchecked Sendable {
     /// tells the others its content changed), or in the lowest free slot.
     private func publish(_ record: SlotRecord) {
         guard let owner else { return }
-        if let published, published.id == record.id, published.optOut == record.optOut, slot != nil { return }
+        if let published, Engine.same(published, record), slot != nil { return }
         let payloads = SelectionSlots.payloads(for: record)
         do throws(XSelectionError) {
             if let slot, case .claimed = try owner.claim(slots.name(slot), payloads: payloads, mode: .ifFree) {

@@ -75,3 +75,44 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: paths.resetMarker), "a reader leaves a bad marker alone")
     }
 }
+
+/// §2 "Content changes": a participant claims its slot again whenever its
+/// record changes in anything but `written`, so readers that reuse unchanged
+/// slots see the new record.
+@Suite(.requiresXvfb) struct ContentChangeTests {
+    @Test func aParticipantWhoseBornAloneChangesClaimsItsSlotAgain() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let files = ["--mirror", "none"]
+        let participant = try session.serve("com.acme.notes", files)
+        defer { participant.stop() }
+        let identifier = try #require(participant.current)
+
+        // Another app's file slot holds the same identifier, born earlier: the
+        // winner's born becomes that earlier one at the next resolution.
+        let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
+        let earlier: Int64 = 1_600_000_000_000
+        let record = SlotRecord(
+            id: try Identifier(parsing: identifier), app: try AppIdentity("org.indie.chess"), born: earlier,
+            written: Int64(Date().timeIntervalSince1970 * 1000))
+        try record.encoded().write(to: URL(fileURLWithPath: paths.slotsDirectory + "/org.indie.chess.json"))
+        // Any owner change makes the participant resolve again.
+        let nudge = try startSelectionHelper(
+            display: SharedDisplay.display, ["own", "--prefix", session.slotName(90), "--text", "not a record"])
+        defer { nudge.signal(SIGKILL) }
+
+        func servedBorn() -> Int64? {
+            guard let slots = try? session.run(["slots", "--json"]),
+                let object = try? JSONSerialization.jsonObject(with: Data(slots.standardOutput.utf8)) as? [String: Any]
+            else { return nil }
+            let entries = object["slots"] as? [[String: Any]] ?? []
+            let served = entries.first { $0["kind"] as? String == "selection" && $0["app"] as? String == "com.acme.notes" }
+            return (served?["born"] as? NSNumber)?.int64Value
+        }
+        var seen: [Int64?] = []
+        #expect(
+            eventually(timeout: 20) {
+                seen.append(servedBorn())
+                return seen.last == earlier
+            }, "the slot served borns \(seen)")
+    }
+}

@@ -43,9 +43,16 @@ extension Engine {
 
     /// Whether `bytes` already hold `record`, as far as the protocol compares (section 7).
     static func holds(_ bytes: Data, _ record: SlotRecord, ignoringWriter: Bool) -> Bool {
-        // An opted-out record carries no identifier, so its times do not matter.
         guard let held = try? SlotRecord.parse(bytes) else { return false }
-        return held.id == record.id && held.optOut == record.optOut && (held.born == record.born || record.optOut)
+        return same(held, record, ignoringWriter: ignoringWriter)
+    }
+
+    /// Whether two records say the same, as far as the protocol compares (section
+    /// 7): everything but `written`, and `born` only where there is an identifier.
+    /// A participant claims its slot again exactly when this is false (section 2).
+    static func same(_ held: SlotRecord, _ record: SlotRecord, ignoringWriter: Bool = false) -> Bool {
+        // An opted-out record carries no identifier, so its times do not matter.
+        held.id == record.id && held.optOut == record.optOut && (held.born == record.born || record.optOut)
             && held.generation == record.generation && (ignoringWriter || held.app == record.app) && held.vendor == record.vendor
     }
 
