@@ -76,6 +76,11 @@ import Testing
         try local.write(to: package.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
         try Self.example().write(to: sources.appendingPathComponent("Notes.swift"), atomically: true, encoding: .utf8)
 
+        // The example's own objects go, so that it compiles again and says its warnings again.
+        let scratch = package.appendingPathComponent(".build")
+        for triple in (try? FileManager.default.contentsOfDirectory(atPath: scratch.path)) ?? [] {
+            try? FileManager.default.removeItem(at: scratch.appendingPathComponent("\(triple)/debug/Notes.build"))
+        }
         let (status, output) = try Self.run(["swift", "build", "--package-path", package.path])
         #expect(status == 0, "swift build of the README's package failed:\n\(output)")
         let warnings = output.split(separator: "\n").filter { $0.contains("warning:") && $0.contains("/notes/") }
