@@ -36,11 +36,17 @@ private let resolving: [Option] = [
         check: .oneOf(["required", "not-required"]))
 ]
 
-/// The options of `names` among `resolving`, as help shows them, and the others of
-/// `resolving` hidden: a command accepts those (scripts pass one set of options to
-/// every command) but does nothing with them, so its help leaves them out.
-private func resolvingOptions(showing names: [String]) -> [Option] {
-    resolving.filter { names.contains($0.name) } + resolving.filter { !names.contains($0.name) }.map(\.hidden)
+/// The options of `resolving` other than `names`, hidden: a command accepts them
+/// (scripts pass one set of options to every command) but does nothing with them,
+/// so its help leaves them out.
+private func ignoredResolvingOptions(besides names: [String]) -> [Option] {
+    resolving.filter { !names.contains($0.name) }.map(\.hidden)
+}
+
+/// The option of `resolving` named `name`.
+private func resolvingOption(_ name: String) -> Option {
+    guard let option = resolving.first(where: { $0.name == name }) else { preconditionFailure("no --\(name) among the resolving options") }
+    return option
 }
 
 private let json = Option.flag("json", help: "print the answer as JSON, for scripts")
@@ -81,8 +87,11 @@ let tool = Command(
                 identifier, opted out, born. Records that fail validation are listed with
                 the reason.
                 """,
-            options: [.flag("json", help: "print the slots as JSON")]
-                + resolvingOptions(showing: ["display", "no-display", "no-files", "namespace", "slots"])),
+            options: [
+                .flag("json", help: "print the slots as JSON"), resolvingOption("display"),
+                .flag("no-display", help: "use no X display: list no selection slots"),
+                .flag("no-files", help: "list no file slots"), namespace, resolvingOption("slots")
+            ] + ignoredResolvingOptions(besides: ["display", "no-display", "no-files", "namespace", "slots"])),
         Command(
             "remove-app", abstract: "delete the app's file slot and local cache",
             discussion: """
@@ -104,7 +113,7 @@ let tool = Command(
                 {"app": ID, "consent": "granted" or "absent"}.
                 """,
             synopses: ["--app ID grant|withdraw|status [--json] [--namespace NAME]"],
-            options: [app, json] + resolvingOptions(showing: ["namespace"]),
+            options: [app, json, namespace] + ignoredResolvingOptions(besides: ["namespace"]),
             arguments: ["grant|withdraw|status"]),
         Command(
             "forget", abstract: "remove everything the library wrote for this user (--dry-run lists it)",
@@ -155,8 +164,8 @@ let tool = Command(
                 .flag("all", help: "opt the user out for every app"),
                 .flag("undo", help: "opt back in"),
                 .flag("status", help: "print the opt-out of the user (and with --app, of the app); change nothing"),
-                json
-            ] + resolvingOptions(showing: ["namespace"]))
+                json, namespace
+            ] + ignoredResolvingOptions(besides: ["namespace"]))
     ],
     epilogue: """
         exit status: 0 success; 1 the operation failed (the message says why);
