@@ -243,9 +243,10 @@ extension Command {
         return UsageError(command: fullName, message: "unknown option \(quoted(word))")
     }
 
-    /// The names of the commands in this tree that define `option`.
+    /// The names of the commands in this tree that define `option` and show it in their help
+    /// (a command that only tolerates an option does nothing with it).
     private func commands(taking option: String) -> [String] {
-        (self.option(named: option) == nil ? [] : [name]) + subcommands.flatMap { $0.commands(taking: option) }
+        (self.option(named: option).map { !$0.isHidden } == true ? [name] : []) + subcommands.flatMap { $0.commands(taking: option) }
     }
 }
 

@@ -264,5 +264,16 @@ private func error(_ words: [String]) -> String? {
         let help = command.help(path: ["t"])
         #expect(!help.contains("--mirror"))
         #expect(help.hasPrefix("usage: t [options]"))
+        // A command that only tolerates an option is not named as one that takes it.
+        let tool = Command(
+            "tool", abstract: "",
+            subcommands: [
+                Command("get", abstract: "", options: [.flag("json", help: "print JSON")]),
+                Command("list", abstract: "", options: [Option.flag("json", help: "print JSON").hidden]),
+                Command("remove", abstract: "")
+            ])
+        #expect(throws: UsageError(command: "tool remove", message: "remove does not take '--json'; get does")) {
+            try tool.parse(["remove", "--json"])
+        }
     }
 }
