@@ -9,7 +9,9 @@
  * do, for scripts and tests.
  *
  *   gtk-mail [--namespace NAME] [--mirror automatic|secret-service|file|none]
+ *   gtk-mail --help | --version
  *
+ * A value goes after a space or an `=`, as for every program of the package.
  * SIGUSR1 flips the opt-out switch; SIGINT and SIGTERM quit. Exit status: 0
  * when quit, 1 when libopenudid refuses the options, 2 for a wrong command line.
  */
@@ -303,26 +305,83 @@ static void shutdown_mail(GApplication *application, gpointer data) {
     mail->udid = NULL;
 }
 
+#define USAGE "usage: gtk-mail [--namespace NAME] [--mirror automatic|secret-service|file|none]"
+
+static const char help_text[] =
+    USAGE "\n"
+    "\n"
+    "Example Mail: shows the identifier the cooperating apps share, this app's own\n"
+    "value, where the identifier came from, and each change; a switch opts it out.\n"
+    "\n"
+    "options:\n"
+    "  --namespace NAME  a separate set of slots and files, as for openudid\n"
+    "  --mirror automatic|secret-service|file|none\n"
+    "                    where the vendor mirror lives (default: automatic)\n"
+    "  -h, --help        show this help\n"
+    "  -V, --version     print the version\n"
+    "\n"
+    "SIGUSR1 flips the opt-out switch; SIGINT and SIGTERM quit. Exit status: 0 when\n"
+    "quit, 1 when libopenudid refuses the options, 2 for a wrong command line.\n";
+
+/* Says what is wrong with the command line, on one line as the Swift programs
+ * do, and gives the exit status of a wrong command line. */
 static int usage(const char *message) {
-    fprintf(stderr, "gtk-mail: %s\nusage: gtk-mail [--namespace NAME] [--mirror automatic|secret-service|file|none]\n", message);
+    fprintf(stderr, "gtk-mail: %s; see 'gtk-mail --help'\n", message);
     return 2;
+}
+
+/* The value of option `name` at argv[*i]: after `=` in the same word, or the
+ * next word (when it does not look like an option); NULL when there is none. */
+static const char *option_value(const char *name, int argc, char **argv, int *i) {
+    size_t length = strlen(name);
+    if (strncmp(argv[*i], name, length) != 0) return NULL;
+    if (argv[*i][length] == '=') return argv[*i] + length + 1;
+    if (argv[*i][length] != '\0') return NULL;
+    if (*i + 1 < argc && argv[*i + 1][0] != '-') return argv[++*i];
+    return NULL;
+}
+
+/* Whether argv[i] is option `name`, with or without a value. */
+static int is_option(const char *word, const char *name) {
+    size_t length = strlen(name);
+    return strncmp(word, name, length) == 0 && (word[length] == '\0' || word[length] == '=');
 }
 
 int main(int argc, char **argv) {
     Mail mail = {0};
     mail.mirror = OPENUDID_MIRROR_AUTOMATIC;
+    /* Help and the version win wherever they stand, as for the Swift programs. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(help_text, stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            printf("gtk-mail %s\n", openudid_version());
+            return 0;
+        }
+    }
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--namespace") == 0 && i + 1 < argc) {
-            mail.namespace_name = argv[++i];
-        } else if (strcmp(argv[i], "--mirror") == 0 && i + 1 < argc) {
-            const char *name = argv[++i];
-            if (strcmp(name, "automatic") == 0) mail.mirror = OPENUDID_MIRROR_AUTOMATIC;
-            else if (strcmp(name, "secret-service") == 0) mail.mirror = OPENUDID_MIRROR_SECRET_SERVICE;
-            else if (strcmp(name, "file") == 0) mail.mirror = OPENUDID_MIRROR_FILE;
-            else if (strcmp(name, "none") == 0) mail.mirror = OPENUDID_MIRROR_NONE;
-            else return usage("--mirror must be automatic, secret-service, file or none");
+        const char *value;
+        if (is_option(argv[i], "--namespace")) {
+            if ((value = option_value("--namespace", argc, argv, &i)) == NULL) return usage("--namespace NAME needs a value");
+            mail.namespace_name = value;
+        } else if (is_option(argv[i], "--mirror")) {
+            if ((value = option_value("--mirror", argc, argv, &i)) == NULL) return usage("--mirror needs a value");
+            if (strcmp(value, "automatic") == 0) mail.mirror = OPENUDID_MIRROR_AUTOMATIC;
+            else if (strcmp(value, "secret-service") == 0) mail.mirror = OPENUDID_MIRROR_SECRET_SERVICE;
+            else if (strcmp(value, "file") == 0) mail.mirror = OPENUDID_MIRROR_FILE;
+            else if (strcmp(value, "none") == 0) mail.mirror = OPENUDID_MIRROR_NONE;
+            else {
+                char message[256];
+                snprintf(message, sizeof message, "--mirror must be automatic, secret-service, file or none, not '%s'", value);
+                return usage(message);
+            }
         } else {
-            return usage(g_strdup_printf("unknown option %s", argv[i]));
+            char message[256];
+            if (argv[i][0] == '-') snprintf(message, sizeof message, "unknown option %s", argv[i]);
+            else snprintf(message, sizeof message, "unexpected argument '%s': gtk-mail takes no arguments", argv[i]);
+            return usage(message);
         }
     }
     /* Non-unique: each start is its own participant, as the Swift example apps are. */

@@ -12,7 +12,7 @@ package let packageVersion = "0.2.0"
 /// ```
 ///
 /// Every command also takes `-h`/`--help` (help generated from the
-/// definitions) and `--version`; `--` ends the options, so every word after it
+/// definitions) and `-V`/`--version`; `--` ends the options, so every word after it
 /// is an argument.
 package struct Command: Sendable {
     /// The word that names it: the program's name, or the subcommand's.

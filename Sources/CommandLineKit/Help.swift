@@ -11,9 +11,9 @@ extension Command {
             sections.append("commands:\n" + table(visible.map { ($0.name, $0.abstract) }))
         }
         let rows =
-            options.map { option in
+            options.filter { !$0.isHidden }.map { option in
                 (option.spelling, option.help + (option.defaultValue.map { " (default: \($0))" } ?? ""))
-            } + [("-h, --help", "show this help"), ("--version", "print the version")]
+            } + [("-h, --help", "show this help"), ("-V, --version", "print the version")]
         sections.append("options:\n" + table(rows))
         if let epilogue { sections.append(epilogue) }
         if !visible.isEmpty { sections.append("See '\(fullName) <command> --help' for the options of a command.") }
@@ -24,7 +24,7 @@ extension Command {
     private var generatedSynopsis: String {
         if needsSubcommand { return "<command> [options]" }
         let required = options.filter(\.isRequired).map(\.spelling)
-        let optional = options.contains { !$0.isRequired } ? ["[options]"] : []
+        let optional = options.contains { !$0.isRequired && !$0.isHidden } ? ["[options]"] : []
         return (required + optional + arguments.map { "[\($0)]" }).joined(separator: " ")
     }
 }

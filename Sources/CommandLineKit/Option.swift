@@ -18,6 +18,9 @@ package struct Option: Sendable {
     package let mayRepeat: Bool
     /// What a value must be, checked while parsing.
     package let check: ValueCheck?
+    /// Whether help leaves it out: a command accepts it, so that scripts may pass one set of
+    /// options to every command, but does nothing with it.
+    package let isHidden: Bool
 
     /// Whether the option takes no value.
     package var isFlag: Bool { valueName == nil }
@@ -29,7 +32,9 @@ package struct Option: Sendable {
     ///   - help: One line of help.
     ///   - mayRepeat: Whether giving it twice is allowed rather than a mistake.
     package static func flag(_ name: String, help: String, mayRepeat: Bool = false) -> Option {
-        Option(name: name, valueName: nil, help: help, defaultValue: nil, isRequired: false, mayRepeat: mayRepeat, check: nil)
+        Option(
+            name: name, valueName: nil, help: help, defaultValue: nil, isRequired: false, mayRepeat: mayRepeat, check: nil,
+            isHidden: false)
     }
 
     /// An option with a value: `--name VALUE` or `--name=VALUE`.
@@ -48,7 +53,16 @@ package struct Option: Sendable {
     ) -> Option {
         Option(
             name: name, valueName: valueName, help: help, defaultValue: defaultValue, isRequired: required,
-            mayRepeat: mayRepeat, check: check)
+            mayRepeat: mayRepeat, check: check, isHidden: false)
+    }
+
+    /// The same option, accepted and checked as before but left out of help: for an
+    /// option a command does nothing with, which scripts that pass one set of options
+    /// to every command may still give it.
+    package var hidden: Option {
+        Option(
+            name: name, valueName: valueName, help: help, defaultValue: defaultValue, isRequired: false, mayRepeat: mayRepeat,
+            check: check, isHidden: true)
     }
 
     /// `--name VALUE` as help and usage lines show it; the choices stand for the value when there are any.

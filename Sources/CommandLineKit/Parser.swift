@@ -4,7 +4,7 @@ import Glibc
 package enum Invocation: Sendable {
     /// `--help`, `-h` or `help [command]`: the generated help to print.
     case help(String)
-    /// `--version`: the line to print, such as `openudid 0.2.0`.
+    /// `--version` or `-V`: the line to print, such as `openudid 0.2.0`.
     case version(String)
     /// A command to run, with every value checked.
     case run(ParsedCommand)
@@ -128,8 +128,15 @@ extension Command {
         // `openudid get --app --help` still helps.
         let options = words.prefix { $0 != "--" }
         if options.contains("--help") || options.contains("-h") { return .help(help(path: path)) }
-        if options.contains("--version") { return .version("\(root.name) \(root.version)") }
+        if options.contains("--version") || options.contains("-V") { return .version("\(root.name) \(root.version)") }
         if needsSubcommand {
+            // `openudid --app X get`: the options were meant for the command that follows them.
+            if let at = words.firstIndex(where: { word in subcommands.contains { $0.name == word } }), let first = words.first {
+                let corrected = [fullName, words[at]] + words[..<at] + words[(at + 1)...]
+                throw UsageError(
+                    command: fullName, message: "\(quoted(first)) goes after the command",
+                    suggestion: corrected.joined(separator: " "))
+            }
             let names = subcommands.filter { !$0.isHidden }.map(\.name)
             throw UsageError(command: fullName, message: "needs a command: \(listed(names, joinedBy: "or"))")
         }
@@ -184,6 +191,7 @@ extension Command {
             values[name] = value
         }
         if positional.count > arguments.count {
+            if let hint = valueWithoutItsOption(positional, values: values, words: words, fullName: fullName) { throw hint }
             let takes = arguments.isEmpty ? "takes no arguments" : "takes only \(listed(arguments, joinedBy: "and"))"
             throw UsageError(command: fullName, message: "unexpected argument \(quoted(positional[arguments.count])): \(name) \(takes)")
         }
@@ -191,6 +199,26 @@ extension Command {
             throw UsageError(command: fullName, message: "needs \(missing.spelling)")
         }
         return .run(ParsedCommand(command: self, path: path, arguments: positional, values: values, flags: flags))
+    }
+
+    /// The error for one word too many that is the value of a required option given
+    /// without the option (`consent org.example.mail grant`), with the command line
+    /// that puts the option in front of it; nil when no word fits that.
+    private func valueWithoutItsOption(
+        _ positional: [String], values: [String: String], words: ArraySlice<String>, fullName: String
+    ) -> UsageError? {
+        guard positional.count == arguments.count + 1,
+            let missing = options.first(where: { $0.isRequired && !$0.isFlag && values[$0.name] == nil })
+        else { return nil }
+        // An argument named `a|b|c` takes one of those words: the value is the other word.
+        let choices = Set(arguments.flatMap { $0.split(separator: "|").map(String.init) })
+        // A word after `--` was meant as an argument.
+        guard let value = positional.first(where: { !choices.contains($0) }), missing.check?.problem("--\(missing.name)", value) == nil,
+            let at = words.prefix(while: { $0 != "--" }).firstIndex(of: value)
+        else { return nil }
+        let corrected = [fullName] + words[..<at] + ["--\(missing.name)", value] + words[(at + 1)...]
+        return UsageError(
+            command: fullName, message: "\(quoted(value)) goes after --\(missing.name)", suggestion: corrected.joined(separator: " "))
     }
 
     private func unknownCommand(_ word: String, fullName: String) -> UsageError {
@@ -215,9 +243,10 @@ extension Command {
         return UsageError(command: fullName, message: "unknown option \(quoted(word))")
     }
 
-    /// The names of the commands in this tree that define `option`.
+    /// The names of the commands in this tree that define `option` and show it in their help
+    /// (a command that only tolerates an option does nothing with it).
     private func commands(taking option: String) -> [String] {
-        (self.option(named: option) == nil ? [] : [name]) + subcommands.flatMap { $0.commands(taking: option) }
+        (self.option(named: option).map { !$0.isHidden } == true ? [name] : []) + subcommands.flatMap { $0.commands(taking: option) }
     }
 }
 

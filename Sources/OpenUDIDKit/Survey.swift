@@ -22,7 +22,9 @@ package struct Survey: Sendable {
     /// Sources that could not be read.
     package let unavailable: [SourceStatus]
 
-    /// Looks at every slot of `configuration`'s namespace.
+    /// Looks at every slot of `configuration`'s namespace: the selection slots unless
+    /// `usesSelections` is off, the file slots unless `usesFiles` is off. A source turned
+    /// off is neither listed nor counted as unavailable.
     package static func take(configuration: OpenUDID.Configuration = .init()) throws(OpenUDIDError) -> Survey {
         let paths: StoragePaths
         do { paths = try StoragePaths(environment: configuration.environment, namespace: configuration.namespace) } catch {
@@ -42,9 +44,10 @@ package struct Survey: Sendable {
             } catch {
                 unavailable.append(SourceStatus("selections", .unavailable(error.message)))
             }
-        } else {
+        } else if configuration.usesSelections {
             unavailable.append(SourceStatus("selections", .unavailable("no X display (DISPLAY is unset)")))
         }
+        guard configuration.usesFiles else { return Survey(entries: entries, unavailable: unavailable) }
         let store = FileSlotStore(paths: paths)
         do {
             for entry in try store.list().entries {

@@ -15,11 +15,13 @@ let lab = Command(
         private machines (a home, a machine id, network interfaces and system
         settings, all made up for the run), and writes DIR/lab.md (the tables),
         DIR/lab.json (every identifier, for scripts) and DIR/lab.svg (the
-        timeline). It prints how long the run took.
+        timeline). It prints a short summary: what ran and how long it took,
+        where the shared approaches broke, and where the files are; with --json,
+        the JSON instead.
         """,
     options: [
         .value("out", "DIR", help: "where to write", default: "out/lab", mayRepeat: true),
-        .flag("json", help: "print the JSON instead of the table"),
+        .flag("json", help: "print the JSON instead of the summary"),
         .flag("quick", help: "run only the scenarios the tests need"),
         .flag(
             "file-mirror",
@@ -144,11 +146,12 @@ do {
 }
 if printsJSON {
     FileHandle.standardOutput.write(JSONReport.data(report))
+    let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
+    say(
+        "\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns in "
+            + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
 } else {
-    print(MarkdownTable.render(report), terminator: "")
+    // The tables are too wide for a terminal: they are in the files, and the summary says where.
+    print(TerminalSummary.render(report, directory: outDirectory), terminator: "")
 }
-let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
-say(
-    "\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns in "
-        + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
 exit(0)

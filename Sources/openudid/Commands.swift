@@ -14,7 +14,7 @@ private let namespace = Option.value(
         StoragePaths.isValidNamespace(name) ? nil : StoragePathsError(.invalidNamespace(name)).description
     })
 
-/// The options of every command that resolves (get, serve, slots, opt-out).
+/// The options of the commands that resolve (get, serve).
 private let resolving: [Option] = [
     .value("display", "NAME", help: "X display (default: $DISPLAY); a display named here must answer"),
     .flag("no-display", help: "use no X display: files and the mirror only"),
@@ -35,6 +35,21 @@ private let resolving: [Option] = [
         "consent", "POLICY", help: "required: take part only once the user consented (openudid consent); default: not-required",
         check: .oneOf(["required", "not-required"]))
 ]
+
+/// The options of `resolving` other than `names`, hidden: a command accepts them
+/// (scripts pass one set of options to every command) but does nothing with them,
+/// so its help leaves them out.
+private func ignoredResolvingOptions(besides names: [String]) -> [Option] {
+    resolving.filter { !names.contains($0.name) }.map(\.hidden)
+}
+
+/// The option of `resolving` named `name`.
+private func resolvingOption(_ name: String) -> Option {
+    guard let option = resolving.first(where: { $0.name == name }) else { preconditionFailure("no --\(name) among the resolving options") }
+    return option
+}
+
+private let json = Option.flag("json", help: "print the answer as JSON, for scripts")
 
 /// The `openudid` tool and its commands.
 let tool = Command(
@@ -72,7 +87,11 @@ let tool = Command(
                 identifier, opted out, born. Records that fail validation are listed with
                 the reason.
                 """,
-            options: [.flag("json", help: "print the slots as JSON")] + resolving),
+            options: [
+                .flag("json", help: "print the slots as JSON"), resolvingOption("display"),
+                .flag("no-display", help: "use no X display: list no selection slots"),
+                .flag("no-files", help: "list no file slots"), namespace, resolvingOption("slots")
+            ] + ignoredResolvingOptions(besides: ["display", "no-display", "no-files", "namespace", "slots"])),
         Command(
             "remove-app", abstract: "delete the app's file slot and local cache",
             discussion: """
@@ -90,10 +109,11 @@ let tool = Command(
                 the app's file slot and local cache (withdraw), or prints granted or
                 absent (status). An app run with --consent required reads, generates,
                 writes and publishes nothing, and reports all zeros, until consent is
-                granted.
+                granted. With --json, each prints the app's consent afterwards:
+                {"app": ID, "consent": "granted" or "absent"}.
                 """,
-            synopses: ["--app ID grant|withdraw|status [options]"],
-            options: [app] + resolving,
+            synopses: ["--app ID grant|withdraw|status [--json] [--namespace NAME]"],
+            options: [app, json, namespace] + ignoredResolvingOptions(besides: ["namespace"]),
             arguments: ["grant|withdraw|status"]),
         Command(
             "forget", abstract: "remove everything the library wrote for this user (--dry-run lists it)",
@@ -102,11 +122,14 @@ let tool = Command(
                 item in the Secret Service and marker the library wrote for this user, in
                 every namespace, and prints each. With --dry-run prints them and removes
                 nothing. Stop the participating apps first, or they write their copies again.
+                With --json, prints {"dryRun", "files", "keyringItems", "problems"}: what
+                was (or would be) removed, and what could not be.
                 """,
-            synopses: ["--all [--dry-run]"],
+            synopses: ["--all [--dry-run] [--json]"],
             options: [
                 .flag("all", help: "everything, for every app (required)"),
-                .flag("dry-run", help: "list what would be removed; remove nothing")
+                .flag("dry-run", help: "list what would be removed; remove nothing"),
+                json
             ]),
         Command(
             "reset", abstract: "give every app a new identifier, and never the old one again",
@@ -117,24 +140,32 @@ let tool = Command(
                 a new identifier: running apps within a second, the others on their next
                 start. A copy that could not be removed (a locked keyring) is superseded
                 and overwritten when next read. Opt-outs and consent stay as they are.
-                Prints the new generation and each copy removed.
+                Prints the new generation and each copy removed; with --json,
+                {"generation", "files", "keyringItems", "problems"} (the copies left in place).
                 """,
-            synopses: ["[--namespace NAME]"],
-            options: [namespace]),
+            synopses: ["[--namespace NAME] [--json]"],
+            options: [namespace, json]),
         Command(
             "opt-out", abstract: "opt one app out, or with --all the user for every app (--undo reverses)",
             discussion: """
                 Opts one app out (it reports all zeros, publishes that it opted out and
                 does not vote), or with --all the user for every app. --undo reverses it
                 and brings the previous identifier back; for a new one, run
-                openudid reset as well.
+                openudid reset as well. --status changes nothing and prints whether the
+                user opted out for every app, and with --app whether that app did.
+                With --json, each prints the opt-out afterwards:
+                {"optedOutEverywhere", "app", "appOptedOut"} (the last two with --app).
                 """,
-            synopses: ["--app ID [--undo] [options]", "--all [--undo]"],
+            synopses: [
+                "--app ID [--undo] [--json] [--namespace NAME]", "--all [--undo] [--json]", "--status [--app ID] [--json]"
+            ],
             options: [
                 .value("app", "ID", help: "the app to opt out"),
                 .flag("all", help: "opt the user out for every app"),
-                .flag("undo", help: "opt back in")
-            ] + resolving)
+                .flag("undo", help: "opt back in"),
+                .flag("status", help: "print the opt-out of the user (and with --app, of the app); change nothing"),
+                json, namespace
+            ] + ignoredResolvingOptions(besides: ["namespace"]))
     ],
     epilogue: """
         exit status: 0 success; 1 the operation failed (the message says why);

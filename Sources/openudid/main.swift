@@ -64,6 +64,8 @@ if let app = appArgument {
 if !["remove-app", "forget", "reset"].contains(command), parsed["display"] != nil, parsed.has("no-display") {
     parsed.fail("--display and --no-display contradict each other; give one")
 }
+/// What `consent` is asked to do.
+let consentActions = ["grant", "withdraw", "status"]
 switch command {
 case "remove-app":
     if appArgument == nil { parsed.fail("needs an app id: give ID or --app ID") }
@@ -71,7 +73,16 @@ case "opt-out":
     if parsed.has("all"), appArgument != nil {
         parsed.fail("takes --app or --all, not both: --all opts the user out for every app")
     }
-    if !parsed.has("all"), appArgument == nil { parsed.fail("needs --app ID or --all") }
+    if parsed.has("status") {
+        if parsed.has("undo") { parsed.fail("--status changes nothing, so it takes no --undo") }
+    } else if !parsed.has("all"), appArgument == nil {
+        parsed.fail("needs --app ID, --all or --status")
+    }
+case "consent":
+    guard let action = parsed.arguments.first else { parsed.fail("needs grant, withdraw or status after --app ID") }
+    if !consentActions.contains(action) {
+        parsed.fail("unknown action \(quoted(action)): consent takes grant, withdraw or status")
+    }
 default:
     break
 }
@@ -188,6 +199,11 @@ case "slots":
             }
         }
         for status in survey.unavailable { printLine("openudid: \(status)", to: STDERR_FILENO) }
+        // Said on purpose, so that an empty list is not taken for an empty session.
+        if parsed.has("no-display") {
+            printLine("openudid slots: selection slots not read: --no-display leaves the X display unused", to: STDERR_FILENO)
+        }
+        if parsed.has("no-files") { printLine("openudid slots: file slots not read: --no-files was given", to: STDERR_FILENO) }
     }
 
 case "remove-app":
@@ -204,29 +220,43 @@ case "consent":
         switch parsed.arguments.first {
         case "grant": try udid.grantConsent()
         case "withdraw": try udid.withdrawConsent()
-        case "status": printLine(udid.hasConsent ? "granted" : "absent")
-        default: parsed.fail("takes grant, withdraw or status")
+        default: break // status; the action was checked above
         }
     } catch {
         fail(error.description, status: Exit.failure)
     }
+    let consent = ConsentDocument(app: udid.app.id, consent: udid.hasConsent ? "granted" : "absent")
+    if parsed.has("json") {
+        printJSON(consent)
+    } else if parsed.arguments.first == "status" {
+        printLine(consent.consent)
+    }
 
 case "opt-out":
     let undo = parsed.has("undo")
+    let udid = appArgument == nil ? nil : handle()
     do {
-        if parsed.has("all") {
+        if parsed.has("status") {
+            // Reads only.
+        } else if parsed.has("all") {
             if undo {
                 try OpenUDID.optInEverywhere()
                 printLine("openudid: apps return to the identifier they had; for a new one, run openudid reset", to: STDERR_FILENO)
             } else {
                 try OpenUDID.optOutEverywhere()
             }
-        } else {
-            let udid = handle()
+        } else if let udid {
             if undo { try udid.optIn() } else { try udid.optOut() }
         }
     } catch {
         fail(error.description, status: Exit.failure)
+    }
+    let state = OptOutDocument(optedOutEverywhere: OpenUDID.isOptedOutEverywhere(), app: udid?.app.id, appOptedOut: udid?.isOptedOut)
+    if parsed.has("json") {
+        printJSON(state)
+    } else if parsed.has("status") {
+        printLine("every app: " + (state.optedOutEverywhere ? "opted out" : "not opted out"))
+        if let app = state.app, let optedOut = state.appOptedOut { printLine("\(app): " + (optedOut ? "opted out" : "not opted out")) }
     }
 
 case "forget":
@@ -234,9 +264,13 @@ case "forget":
     let dryRun = parsed.has("dry-run")
     let erasure: OpenUDID.Erasure
     do { erasure = try OpenUDID.forgetEverything(dryRun: dryRun) } catch { fail(error.description, status: Exit.failure) }
-    for file in erasure.files { printLine(file) }
-    for item in erasure.keyringItems { printLine("keyring: \(item)") }
-    if erasure.files.isEmpty && erasure.keyringItems.isEmpty { printLine(dryRun ? "nothing to remove" : "nothing was there") }
+    if parsed.has("json") {
+        printJSON(ForgetDocument(dryRun: dryRun, erasure))
+    } else {
+        for file in erasure.files { printLine(file) }
+        for item in erasure.keyringItems { printLine("keyring: \(item)") }
+        if erasure.files.isEmpty && erasure.keyringItems.isEmpty { printLine(dryRun ? "nothing to remove" : "nothing was there") }
+    }
     if !erasure.problems.isEmpty {
         fail("not everything could be removed:\n" + erasure.problems.joined(separator: "\n"), status: Exit.failure)
     }
@@ -244,9 +278,13 @@ case "forget":
 case "reset":
     let reset: OpenUDID.Reset
     do { reset = try OpenUDID.resetEverywhere(namespace: parsed["namespace"]) } catch { fail(error.description, status: Exit.failure) }
-    printLine("generation \(reset.generation)")
-    for file in reset.files { printLine("removed \(file)") }
-    for item in reset.keyringItems { printLine("removed keyring: \(item)") }
+    if parsed.has("json") {
+        printJSON(ResetDocument(reset))
+    } else {
+        printLine("generation \(reset.generation)")
+        for file in reset.files { printLine("removed \(file)") }
+        for item in reset.keyringItems { printLine("removed keyring: \(item)") }
+    }
     for problem in reset.problems { printLine("openudid: left in place: \(problem)", to: STDERR_FILENO) }
 
 default:

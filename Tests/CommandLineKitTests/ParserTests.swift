@@ -148,11 +148,13 @@ private func error(_ words: [String]) -> String? {
             }
             #expect(text.hasPrefix("usage: tool get --app ID [options]"), "\(words)")
         }
-        guard case .version(let line) = try program.parse(["get", "--version"]) else {
-            Issue.record("no version")
-            return
+        for words in [["get", "--version"], ["-V"], ["get", "--app", "x", "-V"]] {
+            guard case .version(let line) = try program.parse(words) else {
+                Issue.record("\(words) gave no version")
+                continue
+            }
+            #expect(line == "tool \(packageVersion)")
         }
-        #expect(line == "tool \(packageVersion)")
         #expect(packageVersion == "0.2.0")
         #expect(error(["get", "--", "--help"]) == "tool get: unexpected argument '--help': get takes no arguments; see 'tool get --help'")
     }
@@ -169,8 +171,8 @@ private func error(_ words: [String]) -> String? {
                   list    list things
 
                 options:
-                  -h, --help  show this help
-                  --version   print the version
+                  -h, --help     show this help
+                  -V, --version  print the version
 
                 See 'tool <command> --help' for the options of a command.
                 """)
@@ -188,7 +190,7 @@ private func error(_ words: [String]) -> String? {
                   --slots N           how many slots
                   --out DIR           where to write
                   -h, --help          show this help
-                  --version           print the version
+                  -V, --version       print the version
                 """)
         #expect(program.subcommands[1].help(path: ["tool", "remove"]).hasPrefix("usage: tool remove [options] [ID]"))
     }
@@ -221,6 +223,57 @@ private func error(_ words: [String]) -> String? {
         #expect(host.fullName == "bench host" && host.has("participate"))
         #expect(throws: UsageError(command: "bench", message: "unexpected argument 'other': bench takes no arguments")) {
             try bench.parse(["other"])
+        }
+    }
+
+    @Test func optionsBeforeTheCommandAreSaidToGoAfterIt() {
+        #expect(error(["--app", "x", "get"]) == "tool: '--app' goes after the command (did you mean 'tool get --app x'?)")
+        #expect(error(["--json", "list", "--json"]) == "tool: '--json' goes after the command (did you mean 'tool list --json --json'?)")
+        // No command among the words: the program needs one.
+        #expect(error(["--app", "x"]) == "tool: needs a command: get, remove or list; see 'tool --help'")
+    }
+
+    @Test func theValueOfARequiredOptionGivenWithoutItIsPutAfterIt() {
+        #expect(
+            error(["get", "com.acme.notes"])
+                == "tool get: 'com.acme.notes' goes after --app (did you mean 'tool get --app com.acme.notes'?)")
+        #expect(
+            error(["get", "--json", "com.acme.notes"])
+                == "tool get: 'com.acme.notes' goes after --app (did you mean 'tool get --json --app com.acme.notes'?)")
+        let consent = Command(
+            "consent", abstract: "", options: [.value("app", "ID", help: "", required: true)], arguments: ["grant|withdraw"])
+        #expect(
+            throws: UsageError(
+                command: "consent", message: "'org.example.mail' goes after --app", suggestion: "consent --app org.example.mail grant")
+        ) { try consent.parse(["org.example.mail", "grant"]) }
+        // Two words too many, or the option given: the plain error.
+        #expect(error(["get", "a", "b"]) == "tool get: unexpected argument 'a': get takes no arguments; see 'tool get --help'")
+        #expect(error(["get", "--app", "x", "y"]) == "tool get: unexpected argument 'y': get takes no arguments; see 'tool get --help'")
+    }
+
+    @Test func aHiddenOptionIsAcceptedButLeftOutOfHelp() throws {
+        let command = Command(
+            "t", abstract: "",
+            options: [.flag("json", help: "print JSON"), Option.value("mirror", "M", help: "where", check: .oneOf(["a", "b"])).hidden])
+        guard case .run(let parsed) = try command.parse(["--mirror", "a"]) else {
+            Issue.record("did not parse")
+            return
+        }
+        #expect(parsed["mirror"] == "a")
+        #expect(throws: UsageError(command: "t", message: "--mirror must be a or b, not 'c'")) { try command.parse(["--mirror", "c"]) }
+        let help = command.help(path: ["t"])
+        #expect(!help.contains("--mirror"))
+        #expect(help.hasPrefix("usage: t [options]"))
+        // A command that only tolerates an option is not named as one that takes it.
+        let tool = Command(
+            "tool", abstract: "",
+            subcommands: [
+                Command("get", abstract: "", options: [.flag("json", help: "print JSON")]),
+                Command("list", abstract: "", options: [Option.flag("json", help: "print JSON").hidden]),
+                Command("remove", abstract: "")
+            ])
+        #expect(throws: UsageError(command: "tool remove", message: "remove does not take '--json'; get does")) {
+            try tool.parse(["remove", "--json"])
         }
     }
 }

@@ -5,13 +5,13 @@ import Testing
 
 /// How a usage error of `arguments` begins: the tool and the command, such as `openudid get: `.
 private func commandPrefix(_ arguments: [String]) -> String {
-    let commands = ["get", "serve", "slots", "remove-app", "opt-out"]
+    let commands = ["get", "serve", "slots", "remove-app", "opt-out", "consent", "forget", "reset"]
     return arguments.first.map(commands.contains) == true ? "openudid \(arguments[0]): " : "openudid: "
 }
 
 /// The `openudid` tool's contract with scripts: help, exit codes, one-sentence errors.
 @Suite(.requiresXvfb) struct CommandLineTests {
-    @Test(arguments: ["get", "serve", "slots", "remove-app", "opt-out"])
+    @Test(arguments: ["get", "serve", "slots", "remove-app", "opt-out", "consent", "forget", "reset"])
     func everyCommandHasHelp(command: String) throws {
         let session = try TestSession(display: nil)
         let result = try session.run([command, "--help"])
@@ -70,12 +70,27 @@ private func commandPrefix(_ arguments: [String]) -> String {
         (["get", "--app", "com.acme.notes", "--app", "com.acme.photos"], "--app ID is given twice"),
         (["opt-out", "--app", "com.acme.notes", "--all"], "not both"),
         (["opt-out", "--app", "com.acme.notes", "--all", "--undo"], "not both"),
-        (["opt-out"], "needs --app ID or --all"),
+        (["opt-out"], "needs --app ID, --all or --status"),
         (["remove-app", "--json", "com.acme.notes"], "remove-app does not take '--json'"),
         (["remove-app", "com.acme.notes", "--app", "com.acme.notes"], "not both"),
         (["get", "--app", "com.acme.notes", "--display", ":1", "--no-display"], "contradict"),
         (["get", "--app", "com.acme.notes", "--vendor", "../x"], "is not a valid"),
-        (["get", "--app", "com.acme.notes", "--slots", "0"], "--slots must be 1 to 10000")
+        (["get", "--app", "com.acme.notes", "--slots", "0"], "--slots must be 1 to 10000"),
+        // The entry points that print JSON or report the opt-out.
+        (["reset", "--json", "stray"], "unexpected argument 'stray': reset takes no arguments"),
+        (["reset", "--json", "--json"], "--json is given twice"),
+        (["forget", "--json"], "needs --all"),
+        (["forget", "--all", "--dry-run", "--json=yes"], "--json takes no value, not 'yes'"),
+        (["consent", "--app", "com.acme.notes", "status", "--json", "extra"], "unexpected argument 'extra'"),
+        (["consent", "--app", "com.acme.notes", "--json"], "needs grant, withdraw or status after --app ID"),
+        (["consent", "--app", "com.acme.notes", "grnat"], "unknown action 'grnat': consent takes grant, withdraw or status"),
+        (["consent", "--app", "1acme.notes", "status", "--json"], "is not a valid app id"),
+        (["opt-out", "--status", "--undo"], "--status changes nothing, so it takes no --undo"),
+        (["opt-out", "--status", "--app", "com.acme.notes", "--all"], "not both"),
+        (["opt-out", "--status", "--app", "1acme.notes"], "is not a valid app id"),
+        (["opt-out", "--status", "stray"], "unexpected argument 'stray'"),
+        (["opt-out", "--all", "--json", "--namespace", "../x"], "\"../x\" is not a valid namespace"),
+        (["opt-out", "--status", "--status"], "--status is given twice")
     ])
     func isRefusedWithStatusTwoBeforeAnyFileIsTouched(arguments: [String], message: String) throws {
         let (result, session) = try run(arguments)
@@ -142,7 +157,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
         try runCommand(Tools.product("openudid"), arguments, environment: session.environment)
     }
 
-    @Test(arguments: [["--version"], ["get", "--version"], ["remove-app", "--version"]])
+    @Test(arguments: [["--version"], ["get", "--version"], ["remove-app", "--version"], ["-V"], ["slots", "-V"]])
     func versionPrintsTheToolAndThePackageVersion(arguments: [String]) throws {
         let result = try run(arguments, in: try TestSession(display: nil))
         #expect(result.status == 0)
@@ -166,6 +181,29 @@ private func commandPrefix(_ arguments: [String]) -> String {
         (
             ["get", "--app", "com.acme.notes", "--", "--json"],
             "openudid get: unexpected argument '--json': get takes no arguments; see 'openudid get --help'"
+        ),
+        // The app id given without --app: the line it was meant to be.
+        (
+            ["consent", "org.example.mail", "grant"],
+            "openudid consent: 'org.example.mail' goes after --app (did you mean 'openudid consent --app org.example.mail grant'?)"
+        ),
+        (
+            ["consent", "grant", "org.example.mail", "--json"],
+            "openudid consent: 'org.example.mail' goes after --app (did you mean 'openudid consent grant --app org.example.mail --json'?)"
+        ),
+        (["get", "com.acme.notes"], "openudid get: 'com.acme.notes' goes after --app (did you mean 'openudid get --app com.acme.notes'?)"),
+        // Options before the command.
+        (
+            ["--app", "com.acme.notes", "get"],
+            "openudid: '--app' goes after the command (did you mean 'openudid get --app com.acme.notes'?)"
+        ),
+        (
+            ["--json", "reset", "--namespace", "x"],
+            "openudid: '--json' goes after the command (did you mean 'openudid reset --json --namespace x'?)"
+        ),
+        (
+            ["--app", "com.acme.notes"],
+            "openudid: needs a command: get, serve, slots, remove-app, consent, forget, reset or opt-out; see 'openudid --help'"
         )
     ])
     func anErrorNamesTheCommandAndTheWord(arguments: [String], line: String) throws {
@@ -205,12 +243,163 @@ private func commandPrefix(_ arguments: [String]) -> String {
         let get = try run(["get", "-h"], in: session).standardOutput
         for option in [
             "--app ID", "--json", "--scope shared|app", "--display NAME", "--no-display", "--no-files", "--namespace NAME",
-            "--policy follow|keep", "--mirror automatic|secret-service|file|none", "--vendor NAME", "--slots N", "--version"
+            "--policy follow|keep", "--mirror automatic|secret-service|file|none", "--vendor NAME", "--slots N", "-V, --version"
         ] {
             #expect(get.contains("\n  \(option) ") || get.contains("\n  \(option)\n"), "\(option)")
         }
         let removeApp = try run(["help", "remove-app"], in: session).standardOutput
         #expect(removeApp.hasPrefix("usage: openudid remove-app ID [--namespace NAME]"))
         #expect(!removeApp.contains("--display"))
+    }
+
+    /// Each command's help lists the options it does something with, and no other.
+    @Test(arguments: [
+        (
+            "slots", ["--json", "--display NAME", "--no-display", "--no-files", "--namespace NAME", "--slots N"],
+            ["--policy", "--consent", "--mirror", "--vendor", "--app"]
+        ),
+        (
+            "consent", ["--app ID", "--json", "--namespace NAME"],
+            ["--display", "--no-display", "--no-files", "--policy", "--mirror", "--vendor", "--slots", "--consent"]
+        ),
+        (
+            "opt-out", ["--app ID", "--all", "--undo", "--status", "--json", "--namespace NAME"],
+            ["--display", "--no-display", "--no-files", "--policy", "--mirror", "--vendor", "--slots", "--consent"]
+        ),
+        ("reset", ["--namespace NAME", "--json"], ["--app", "--display"]),
+        ("forget", ["--all", "--dry-run", "--json"], ["--app", "--namespace", "--display"])
+    ])
+    func helpListsOnlyTheOptionsOfItsCommand(command: String, listed: [String], unlisted: [String]) throws {
+        let help = try run([command, "--help"], in: try TestSession(display: nil))
+        #expect(help.status == 0)
+        for option in listed + ["-h, --help", "-V, --version"] {
+            #expect(
+                help.standardOutput.contains("\n  \(option) ") || help.standardOutput.contains("\n  \(option)\n"), "\(command): \(option)")
+        }
+        for option in unlisted { #expect(!help.standardOutput.contains("\n  \(option)"), "\(command) lists \(option)") }
+    }
+
+    /// Scripts pass one set of options to every command: an option a command does
+    /// nothing with is still accepted, though its help leaves it out.
+    @Test func anOptionTheCommandIgnoresIsStillAccepted() throws {
+        let session = try TestSession(display: nil)
+        let slots = try session.run(["slots", "--json", "--mirror", "none", "--policy", "keep"])
+        #expect(slots.status == 0, "\(slots.standardError)")
+        let optOut = try session.run(["opt-out", "--app", "com.acme.notes", "--mirror", "file", "--no-display"])
+        #expect(optOut.status == 0, "\(optOut.standardError)")
+    }
+}
+
+/// `--json` wherever a script reads an answer, and the user-wide opt-out that
+/// `opt-out --status` reports.
+@Suite struct CommandLineJSONTests {
+    /// Runs `openudid arguments` in `session` (with its namespace where the command takes one) and parses its JSON.
+    private func json(_ arguments: [String], in session: TestSession, namespaced: Bool = true) throws -> [String: Any] {
+        let result =
+            namespaced
+            ? try session.run(arguments) : try runCommand(Tools.product("openudid"), arguments, environment: session.environment)
+        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        else {
+            throw HarnessError("openudid \(arguments) failed (\(result.status)): \(result.standardError)\(result.standardOutput)")
+        }
+        return object
+    }
+
+    @Test func optOutStatusReportsTheUserAndTheApp() throws {
+        let session = try TestSession(display: nil)
+        #expect(try session.run(["opt-out", "--status"]).standardOutput == "every app: not opted out\n")
+        #expect(try json(["opt-out", "--status", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": false])
+
+        // One app opts out: the user has not.
+        let app = try json(["opt-out", "--app", "com.acme.notes", "--json", "--no-display"], in: session)
+        #expect(app as NSDictionary == ["optedOutEverywhere": false, "app": "com.acme.notes", "appOptedOut": true])
+        let status = try session.run(["opt-out", "--status", "--app", "com.acme.notes"])
+        #expect(status.standardOutput == "every app: not opted out\ncom.acme.notes: opted out\n")
+        #expect(
+            try json(["opt-out", "--status", "--app", "org.indie.chess", "--json"], in: session) as NSDictionary
+                == ["optedOutEverywhere": false, "app": "org.indie.chess", "appOptedOut": false])
+
+        // The user opts out, and back in.
+        #expect(try json(["opt-out", "--all", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": true])
+        #expect(try session.run(["opt-out", "--status"]).standardOutput == "every app: opted out\n")
+        #expect(try json(["opt-out", "--status", "--all", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": true])
+        #expect(OpenUDID.isOptedOutEverywhere(environment: session.environment))
+        #expect(try json(["opt-out", "--all", "--undo", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": false])
+        #expect(!OpenUDID.isOptedOutEverywhere(environment: session.environment))
+    }
+
+    @Test func theStatusChangesNothing() throws {
+        let session = try TestSession(display: nil)
+        #expect(try session.run(["opt-out", "--status", "--app", "com.acme.notes", "--json"]).status == 0)
+        #expect(try allFiles(under: session.home.root.path).isEmpty)
+    }
+
+    @Test func consentPrintsTheAppsConsentAfterEachAction() throws {
+        let session = try TestSession(display: nil)
+        let absent: NSDictionary = ["app": "com.acme.notes", "consent": "absent"]
+        let granted: NSDictionary = ["app": "com.acme.notes", "consent": "granted"]
+        #expect(try json(["consent", "--app", "com.acme.notes", "status", "--json"], in: session) as NSDictionary == absent)
+        #expect(try json(["consent", "--app", "com.acme.notes", "grant", "--json"], in: session) as NSDictionary == granted)
+        #expect(try session.run(["consent", "--app", "com.acme.notes", "status"]).standardOutput == "granted\n")
+        #expect(try json(["consent", "--app", "com.acme.notes", "withdraw", "--json"], in: session) as NSDictionary == absent)
+        // Without --json, grant and withdraw print nothing, as before.
+        #expect(try session.run(["consent", "--app", "com.acme.notes", "grant"]).standardOutput.isEmpty)
+    }
+
+    @Test func resetPrintsItsGenerationAndWhatItRemoved() throws {
+        let session = try TestSession(display: nil)
+        _ = try session.get("com.acme.notes", ["--mirror", "file"])
+        let reset = try json(["reset", "--json"], in: session)
+        #expect(Set(reset.keys) == ["generation", "files", "keyringItems", "problems"])
+        #expect((reset["generation"] as? Int ?? 0) >= 1, "\(reset)")
+        let files = reset["files"] as? [String] ?? []
+        #expect(files.contains { $0.hasSuffix("/slots/com.acme.notes.json") }, "\(files)")
+        for file in files { #expect(!FileManager.default.fileExists(atPath: file), "\(file)") }
+        #expect(reset["problems"] as? [String] == [])
+    }
+
+    @Test func forgetListsWhatItWouldRemoveAndThenRemovesIt() throws {
+        let session = try TestSession(display: nil)
+        _ = try session.get("com.acme.notes", ["--mirror", "file"])
+        let dryRun = try json(["forget", "--all", "--dry-run", "--json"], in: session, namespaced: false)
+        #expect(dryRun["dryRun"] as? Bool == true)
+        let listed = dryRun["files"] as? [String] ?? []
+        #expect(listed.contains { $0.hasSuffix("/slots/com.acme.notes.json") }, "\(listed)")
+        for file in listed { #expect(FileManager.default.fileExists(atPath: file), "the dry run removed \(file)") }
+
+        let forget = try json(["forget", "--all", "--json"], in: session, namespaced: false)
+        #expect(forget["dryRun"] as? Bool == false)
+        #expect(forget["files"] as? [String] == listed)
+        #expect(forget["problems"] as? [String] == [])
+        for file in listed { #expect(!FileManager.default.fileExists(atPath: file), "\(file)") }
+    }
+}
+
+/// Messages that fit the situation.
+@Suite struct CommandLineMessageTests {
+    /// With DISPLAY set, `slots --no-display` says the display is left unused on purpose, not that DISPLAY is unset.
+    @Test func slotsWithNoDisplaySaysWhyTheSelectionsWereNotRead() throws {
+        let session = try TestSession(display: ":4242")
+        let result = try session.run(["slots", "--no-display"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardError.contains("--no-display leaves the X display unused"), "\(result.standardError)")
+        #expect(!result.standardError.contains("DISPLAY is unset"), "\(result.standardError)")
+        let json = try session.run(["slots", "--no-display", "--json"])
+        #expect(!json.standardOutput.contains("DISPLAY is unset"), "\(json.standardOutput)")
+    }
+
+    @Test func slotsWithoutADisplayStillSaysDISPLAYIsUnset() throws {
+        let session = try TestSession(display: nil)
+        let result = try session.run(["slots"])
+        #expect(result.standardError.contains("DISPLAY is unset"), "\(result.standardError)")
+    }
+
+    @Test func slotsWithNoFilesListsNoFileSlot() throws {
+        let session = try TestSession(display: nil)
+        _ = try session.get("com.acme.notes", ["--mirror", "none"])
+        #expect(try session.run(["slots", "--json"]).standardOutput.contains("com.acme.notes"))
+        let result = try session.run(["slots", "--json", "--no-files"])
+        #expect(result.status == 0)
+        #expect(!result.standardOutput.contains("com.acme.notes"), "\(result.standardOutput)")
     }
 }

@@ -51,13 +51,19 @@ struct LabResult: Decodable, Sendable {
 }
 
 /// One quick run of the lab, shared by the tests below: real `openudid` processes
-/// on the lab's own private X server, keyring and homes.
+/// on the lab's own private X server, keyring and homes. It runs as a person
+/// runs it, without `--json`: what it prints is the terminal's summary, and the
+/// result is read from the JSON file it wrote (the very data `--json` prints).
 enum QuickLab {
     struct Run: Sendable {
         let result: LabResult
         let table: String
         let picture: String
         let savedJSON: Data
+        /// What the run printed on standard output.
+        let summary: String
+        /// Where it wrote its files.
+        let directory: String
     }
 
     static let run: Result<Run, HarnessError> = {
@@ -65,17 +71,18 @@ enum QuickLab {
         defer { try? FileManager.default.removeItem(at: output) }
         do {
             let lab = try runCommand(
-                Tools.product("openudid-lab"), ["--quick", "--json", "--out", output.path],
+                Tools.product("openudid-lab"), ["--quick", "--out", output.path],
                 environment: ProcessInfo.processInfo.environment, timeout: 120)
             guard lab.status == 0 else {
                 return .failure(HarnessError("openudid-lab failed (status \(lab.status)): \(lab.standardError)"))
             }
+            let saved = try Data(contentsOf: output.appendingPathComponent("lab.json"))
             return .success(
                 Run(
-                    result: try JSONDecoder().decode(LabResult.self, from: Data(lab.standardOutput.utf8)),
+                    result: try JSONDecoder().decode(LabResult.self, from: saved),
                     table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
                     picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
-                    savedJSON: try Data(contentsOf: output.appendingPathComponent("lab.json"))))
+                    savedJSON: saved, summary: lab.standardOutput, directory: output.path))
         } catch let error as HarnessError {
             return .failure(error)
         } catch {
@@ -193,10 +200,26 @@ enum QuickLab {
         #expect(run.picture.hasPrefix("<svg"))
         #expect(run.picture.contains("all removed: notes gets a new id"))
         #expect(run.picture.contains("photos gets notes' id"))
-        let saved = try JSONDecoder().decode(LabResult.self, from: run.savedJSON)
-        #expect(
-            saved.look("break", "all-removed", "selection-file", notes)?.identifier
-                == run.result.look("break", "all-removed", "selection-file", notes)?.identifier)
+    }
+
+    @Test func theTerminalGetsAShortSummaryThatNamesTheFilesAndWhatBroke() throws {
+        let run = try QuickLab.run.get()
+        let lines = run.summary.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(!lines.isEmpty && lines.count <= 15, "\(run.summary)")
+        for line in lines { #expect(line.count <= 100, "\(line.count) characters: \(line)") }
+        #expect(!run.summary.contains("|---"), "a table was printed")
+        for file in ["lab.md", "lab.svg", "lab.json"] { #expect(run.summary.contains(run.directory + "/" + file), "\(file)") }
+        #expect(run.summary.contains("\(run.result.scenarios.count) scenarios"))
+        // The headline: where each shared approach broke. The file slot loses the
+        // identifier when every app is removed; the vendor mirror does not.
+        func entry(_ column: String) -> String? {
+            guard let start = lines.firstIndex(where: { $0.hasPrefix("  \(column) (") }) else { return nil }
+            return lines[start...].prefix { $0 == lines[start] || $0.hasPrefix("      ") }.joined(separator: " ")
+        }
+        let fileSlot = try #require(entry("selection + file slot"), "\(run.summary)")
+        #expect(fileSlot.contains("Every app removed"))
+        let mirror = try #require(entry("+ vendor mirror"), "\(run.summary)")
+        #expect(!mirror.contains("Every app removed"))
     }
 
     @Test func theFourEventsAreExactlyTheClassicOnes() throws {

@@ -1,0 +1,60 @@
+import Foundation
+
+/// What the lab prints on the terminal: a few short lines that say what ran, what
+/// broke and where the files are. The tables, wide as they are, live in the files.
+enum TerminalSummary {
+    /// The widest line it prints.
+    static let width = 100
+
+    /// The columns of the shared approaches, whose breaks the summary names.
+    static let sharedColumns: [MechanismKind] = [.selection, .selectionAndFile, .vendorMirror]
+
+    /// The summary of `report`, whose files were written into `directory`.
+    static func render(_ report: LabReport, directory: String) -> String {
+        let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
+        let took = report.seconds.map { " in " + String(format: "%.1f s", $0) } ?? ""
+        var lines = [
+            "\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns, "
+                + "\(report.processCount) openudid processes\(took)" + (report.quick ? " (--quick: some scenarios)" : ""),
+            "What broke: the scenarios in which, after the first step, an app saw another identifier",
+            "than it or any app had before, or the apps saw different ones:"
+        ]
+        for kind in sharedColumns {
+            let broke = report.scenarios.filter { breaks($0, in: kind) }.map(\.scenario.title)
+            lines += wrapped(
+                "\(kind.title) (\(kind.likeness)): " + (broke.isEmpty ? "nothing; it held throughout" : broke.joined(separator: ", ")),
+                indent: "  ", continuation: "      ")
+        }
+        lines += [
+            "Every column, step by step, is in the files:",
+            "  the tables:       \(directory)/lab.md",
+            "  the timeline:     \(directory)/lab.svg",
+            "  every identifier: \(directory)/lab.json"
+        ]
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Whether `scenario` lost or split the identifier of `kind` after its first step.
+    static func breaks(_ scenario: ScenarioResult, in kind: MechanismKind) -> Bool {
+        scenario.steps.dropFirst().contains { step in
+            let cells = step.cells[kind] ?? []
+            return cells.contains { $0.outcome == .new } || (Summary(cells)?.distinct ?? 1) > 1
+        }
+    }
+
+    /// `text` broken between words into lines of at most `width` characters, the
+    /// first led by `indent`, the others by `continuation`.
+    static func wrapped(_ text: String, indent: String, continuation: String) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            let lead = lines.isEmpty ? indent : continuation
+            if !line.isEmpty, lead.count + line.count + 1 + word.count > width {
+                lines.append(lead + line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        return lines + [(lines.isEmpty ? indent : continuation) + line]
+    }
+}
