@@ -39,6 +39,9 @@ extension Engine {
             selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
         }
         var gathered = Gathered()
+        // Before anything is read: an erasure from now on makes this resolution's
+        // writes of the app's own copies stop (ErasureFence).
+        erasureFence.pin()
         // The user's reset applies to every app, those that keep no files too.
         gatherResetGeneration(into: &gathered)
         if configuration.usesFiles {
