@@ -17,13 +17,17 @@ extension OpenUDID {
     /// Removes every file slot, local cache, consent record, mirror file and
     /// item, and marker the library wrote for this user, in every namespace:
     /// for a user who wants the identifier gone. Running apps should be stopped
-    /// first, or they write their copies again.
+    /// first, or they write their copies again at their next resolution; a
+    /// resolution under way writes nothing back, since the removal holds each
+    /// namespace's erasure lock (docs/PROTOCOL.md §9), whose files, which hold
+    /// nothing, it removes last and does not list.
     ///
     /// - Parameters:
     ///   - dryRun: List what would be removed, and remove nothing.
     ///   - environment: Where to find the data and config directories and the session bus.
     /// - Returns: What was (or would be) removed, and what could not be.
-    /// - Throws: `OpenUDIDError` when there is no home directory.
+    /// - Throws: `OpenUDIDError` when there is no home directory, or when an
+    ///   erasure lock cannot be taken (nothing is removed then).
     public static func forgetEverything(
         dryRun: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(OpenUDIDError) -> Erasure {
@@ -33,10 +37,19 @@ extension OpenUDID {
         var files: [String] = []
         var directories: [String] = []
         var problems: [String] = []
+        // The erasure lock of the real namespace and of every namespace directory.
+        var lockPaths = [paths.erasureLock]
+        let namespaces = paths.dataHome + "/openudid/ns"
+        for name in Self.entries(of: namespaces, fs: fs, problems: &problems) where StoragePaths.isValidNamespace(name) {
+            lockPaths.append(namespaces + "/" + name + "/erase.lock")
+        }
+        let erasing = dryRun ? nil : try ErasureLock.take(lockPaths, below: paths.dataHome, fileSystem: fs)
+        defer { erasing?.finish() }
         // The library's own trees: everything in them is its.
         for root in [paths.dataHome + "/openudid", paths.configHome + "/openudid"] {
             Self.walk(root, fs: fs, files: &files, directories: &directories, problems: &problems)
         }
+        files.removeAll { lockPaths.contains($0) }
         // Each app's own directory: only the library's names in it.
         for entry in Self.entries(of: paths.dataHome, fs: fs, problems: &problems) where AppIdentity.isValid(entry) {
             let directory = paths.dataHome + "/" + entry
@@ -63,13 +76,57 @@ extension OpenUDID {
             for file in files where fs.unlink(file) != 0 && errno != ENOENT {
                 problems.append("\(file): \(POSIX.message(errno))")
             }
+            // The lock files go last, before their directories.
+            erasing?.finish()
             // Deepest first, so each is empty by its turn.
-            for directory in directories.sorted(by: { $0.count > $1.count })
-            where fs.unlinkat(AT_FDCWD, directory, AT_REMOVEDIR) != 0 && errno != ENOENT {
-                problems.append("\(directory): \(POSIX.message(errno))")
+            for directory in directories.sorted(by: { $0.count > $1.count }) {
+                if let problem = Self.removeDirectory(directory, fs: fs) { problems.append(problem) }
             }
         }
         return Erasure(files: files, keyringItems: keyringItems, problems: problems)
+    }
+
+    /// The names of the lock files, which hold nothing.
+    private static let lockNames: Set<String> = ["erase.lock", "generate.lock"]
+
+    /// Removes the empty `directory`.
+    ///
+    /// An app that was resolving when its copies were erased may have made a lock
+    /// file anew since, with the directories above it: those hold nothing, and the
+    /// app writes nothing from that resolution (`ErasureFence`). Such files and
+    /// directories are removed and the directory tried again, a few times.
+    ///
+    /// - Returns: Why the directory is still there, or `nil` once it is gone.
+    private static func removeDirectory(_ directory: String, fs: FileSystem, depth: Int = 0) -> String? {
+        var code: Int32 = 0
+        for _ in 0..<3 {
+            if fs.unlinkat(AT_FDCWD, directory, AT_REMOVEDIR) == 0 || errno == ENOENT { return nil }
+            code = errno
+            guard code == ENOTEMPTY || code == EEXIST, depth < 4, removeLockFiles(in: directory, fs: fs, depth: depth) else { break }
+        }
+        var problems: [String] = []
+        let left = entries(of: directory, fs: fs, problems: &problems)
+        let holding = left.isEmpty ? "" : " (it holds \(left.prefix(3).joined(separator: ", "))\(left.count > 3 ? ", …" : ""))"
+        return "\(directory): \(POSIX.message(code))\(holding)"
+    }
+
+    /// Removes what `directory` holds if that is only lock files and directories
+    /// of them; returns whether it was.
+    private static func removeLockFiles(in directory: String, fs: FileSystem, depth: Int) -> Bool {
+        var problems: [String] = []
+        let names = entries(of: directory, fs: fs, problems: &problems)
+        guard problems.isEmpty else { return false }
+        for name in names {
+            let path = directory + "/" + name
+            var info = stat()
+            guard fs.lstat(path, &info) == 0 else { continue }
+            if POSIX.isDirectory(info) {
+                guard removeDirectory(path, fs: fs, depth: depth + 1) == nil else { return false }
+            } else {
+                guard lockNames.contains(name), POSIX.isRegularFile(info), fs.unlink(path) == 0 || errno == ENOENT else { return false }
+            }
+        }
+        return true
     }
 
     /// Whether `name`, in an app's own directory, is one the library writes:

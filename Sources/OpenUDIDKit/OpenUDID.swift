@@ -126,8 +126,17 @@ public final class OpenUDID: Sendable {
     /// (`Participation.refresh()`). The vendor's mirror, which other apps of the
     /// vendor share, is left alone.
     ///
-    /// - Throws: `OpenUDIDError` when a file cannot be removed.
+    /// The withdrawal is atomic with respect to the app's own writes, in this
+    /// process or any other: it holds the namespace's erasure lock while it
+    /// deletes (docs/PROTOCOL.md §9), so once it returns no copy comes back, even
+    /// from a resolution that was under way.
+    ///
+    /// - Throws: `OpenUDIDError` when a file cannot be removed, or the erasure
+    ///   lock cannot be taken (nothing is removed then).
     public func withdrawConsent() throws(OpenUDIDError) {
+        let erasing = try ErasureLock.take(
+            [engine.paths.erasureLock], below: engine.paths.dataHome, fileSystem: engine.fileSystem)
+        defer { erasing.finish() }
         do {
             try AtomicFile.remove(engine.paths.consentFile(for: app), below: engine.paths.dataHome, fileSystem: engine.fileSystem)
             try engine.fileSlots.remove(app: app.id)
@@ -184,13 +193,17 @@ public final class OpenUDID: Sendable {
 
     /// Deletes what uninstalling `app` together with its data would: its file
     /// slot and its local cache. Nothing of other apps, and nothing of the vendor
-    /// mirror, is touched. Stopping the app's process is the caller's business.
+    /// mirror, is touched. Stopping the app's process is the caller's business:
+    /// the removal holds the namespace's erasure lock (docs/PROTOCOL.md §9), so a
+    /// resolution that was under way writes nothing back, but an app left running
+    /// writes its copies again at its next resolution.
     ///
     /// - Parameters:
     ///   - app: The app id.
     ///   - namespace: The namespace the app used, if any.
     ///   - environment: Where to find the data directory; by default this process's.
-    /// - Throws: `OpenUDIDError` for an invalid id, or when a file cannot be removed.
+    /// - Throws: `OpenUDIDError` for an invalid id, when a file cannot be removed,
+    ///   or when the erasure lock cannot be taken (nothing is removed then).
     public static func removeApp(
         _ app: String, namespace: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
@@ -199,6 +212,8 @@ public final class OpenUDID: Sendable {
         let paths: StoragePaths
         do { identity = try AppIdentity(app) } catch { throw OpenUDIDError(error) }
         do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
+        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.dataHome)
+        defer { erasing.finish() }
         do {
             try FileSlotStore(paths: paths).remove(app: identity.id)
             try LocalCache(app: identity, paths: paths).remove()

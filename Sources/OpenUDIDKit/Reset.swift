@@ -46,6 +46,10 @@ extension OpenUDID {
         let paths: StoragePaths
         do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
         let fs = FileSystem.system
+        // Apps' writes of their copies wait while the reset holds this, and drop
+        // what they read before it (docs/PROTOCOL.md §9).
+        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.dataHome, fileSystem: fs)
+        defer { erasing.finish() }
         var problems: [String] = []
         let marker = ResetMarker(paths: paths, fileSystem: fs)
         var highest: Int64 = 0

@@ -26,6 +26,21 @@ extension Result {
         #expect(FileLock.acquire(path, waitingAtMost: .zero).value != nil)
     }
 
+    @Test func sharedHoldersDoNotWaitForEachOtherButKeepAnExclusiveOneOut() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("erase.lock")
+        let first = try #require(FileLock.acquire(path, mode: .shared, waitingAtMost: .zero).value)
+        let second = try #require(FileLock.acquire(path, mode: .shared, waitingAtMost: .zero).value)
+        #expect(first.identity == second.identity)
+        #expect(FileLock.acquire(path, mode: .exclusive, waitingAtMost: .zero).failure?.kind == .timedOut)
+        first.release()
+        #expect(FileLock.acquire(path, mode: .exclusive, waitingAtMost: .zero).failure?.kind == .timedOut)
+        second.release()
+        let exclusive = try #require(FileLock.acquire(path, mode: .exclusive, waitingAtMost: .zero).value)
+        #expect(FileLock.acquire(path, mode: .shared, waitingAtMost: .zero).failure?.kind == .timedOut)
+        exclusive.release()
+    }
+
     @Test func aLinkIsNeitherFollowedNorUsedButMovedAside() throws {
         let directory = try TemporaryDirectory()
         let target = directory.appending("target")

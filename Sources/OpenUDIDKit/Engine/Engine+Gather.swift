@@ -41,6 +41,9 @@ extension Engine {
             selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
         }
         var gathered = Gathered()
+        // Before anything is read: an erasure from now on makes this resolution's
+        // writes of the app's own copies stop (ErasureFence).
+        erasureFence.pin()
         // The user's reset applies to every app, those that keep no files too.
         gatherResetGeneration(into: &gathered)
         if configuration.usesFiles {
@@ -169,7 +172,20 @@ extension Engine {
             }
         }
         if let report = listing.report { gathered.rejected.append(Rejection(fileSlots.directory, report, code: "too-many-files")) }
-        gathered.sources.append(SourceStatus("file-slots", .read(records: count)))
+        guard listing.scanStopped else {
+            gathered.sources.append(SourceStatus("file-slots", .read(records: count)))
+            return
+        }
+        // The listing stopped before the end of the directory: the records read
+        // (the app's own slot, read by name, among them) still vote, but what the
+        // rest holds is unknown. An own slot found absent is left unwritten, as an
+        // unreadable one is: a slot past the stop may hold the identifier, and one
+        // generated for want of it must not be published beside it (docs/PROTOCOL.md §5).
+        let why =
+            "\(fileSlots.directory) holds more than \(FileSlotStore.scanLimit) entries and its listing stopped early, "
+            + "so what the rest holds is unknown (\(count) valid record(s) read); remove the files that are not slots"
+        gathered.sources.append(SourceStatus("file-slots", .unavailable(why)))
+        if gathered.ownFileSlot == .absent { gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, why)) }
     }
 
     private func gatherLocalCache(into gathered: inout Gathered, now: Date) {

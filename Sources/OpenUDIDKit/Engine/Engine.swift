@@ -24,6 +24,8 @@ final class Engine: @unchecked Sendable {
     let fileSlot: any RecordPlace
     /// This app's local cache, as bytes.
     let localCachePlace: any RecordPlace
+    /// What every write of this app's own copies passes: no erasure since it read.
+    let erasureFence: ErasureFence
     /// The file system every file call goes through.
     var fileSystem: FileSystem { configuration.fileSystem }
     private var reader: SelectionReader?
@@ -43,8 +45,12 @@ final class Engine: @unchecked Sendable {
         slots = SelectionSlots(namespace: configuration.namespace, count: configuration.slotCount)
         fileSlots = FileSlotStore(paths: paths, fileSystem: configuration.fileSystem)
         localCache = LocalCache(app: app, paths: paths, fileSystem: configuration.fileSystem)
-        fileSlot = FileSlotPlace(store: fileSlots, app: app.id)
-        localCachePlace = LocalCachePlace(localCache)
+        erasureFence = ErasureFence(
+            path: paths.erasureLock, root: paths.dataHome,
+            consentFile: configuration.consent == .required ? paths.consentFile(for: app) : nil,
+            enabled: configuration.usesFiles, fileSystem: configuration.fileSystem)
+        fileSlot = FencedPlace(place: FileSlotPlace(store: fileSlots, app: app.id), fence: erasureFence)
+        localCachePlace = FencedPlace(place: LocalCachePlace(localCache), fence: erasureFence)
     }
 
     /// The mirror store, chosen once (the automatic choice asks the session bus).
@@ -87,7 +93,7 @@ final class Engine: @unchecked Sendable {
 
     /// The vendor's mirror as a place, if a mirror is used.
     var mirrorPlace: (any RecordPlace)? {
-        mirror.map { VendorMirrorPlace(store: $0, vendor: app.vendor) }
+        mirror.map { FencedPlace(place: VendorMirrorPlace(store: $0, vendor: app.vendor), fence: erasureFence) }
     }
 
     /// Whether the user opted out for every app.

@@ -106,7 +106,8 @@ package struct FileSlotStore: Sendable, Hashable {
     /// other than a regular file) are listed with what reading them gave but do
     /// not count towards the limit, so files planted beside the real slots can
     /// never push a valid slot out of the listing. Names that are not a valid app
-    /// id are never read and never count. `app`'s own file is always read.
+    /// id are never read and never count. `app`'s own file is always read, by
+    /// name, even when the listing stopped before reaching it (`scanStopped`).
     ///
     /// Links and other non-regular files are reported as unavailable, never
     /// followed. Files are opened relative to the directory opened once, so
@@ -193,9 +194,17 @@ package struct FileSlotStore: Sendable, Hashable {
             next += 1
         }
         var omitted = apps.endIndex - next
-        if let app, apps[next...].contains(app) {
-            entries.append(read(app))
-            omitted -= 1
+        if let app {
+            if apps[next...].contains(app) {
+                entries.append(read(app))
+                omitted -= 1
+            } else if !apps[..<next].contains(app) {
+                // Not among the names looked at: the listing stopped before it (or it
+                // was made since). Read by name, so that a crowded directory can never
+                // make an app take its own slot for absent and write over it.
+                let own = read(app)
+                if own.content != .absent { entries.append(own) }
+            }
         }
         return Listing(entries: entries, invalidNames: invalid, omitted: omitted, scanStopped: scanStopped)
     }

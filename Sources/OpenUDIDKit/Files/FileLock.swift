@@ -15,6 +15,28 @@ import Glibc
 final class FileLock {
     private var descriptor: Int32
     private let fileSystem: FileSystem
+    /// The device and inode of the file locked: which lock file this is, even
+    /// after its path has been given to another file.
+    let identity: Identity
+
+    /// Which file a lock is on.
+    struct Identity: Sendable, Equatable {
+        let device: UInt64
+        let inode: UInt64
+
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+        }
+    }
+
+    /// Whether other holders may hold the lock at the same time.
+    enum Mode: Sendable, Equatable {
+        /// One holder at a time (`LOCK_EX`).
+        case exclusive
+        /// Any number of shared holders, while nobody holds it exclusively (`LOCK_SH`).
+        case shared
+    }
 
     /// Why a lock could not be taken.
     struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -41,14 +63,17 @@ final class FileLock {
     ///
     /// - Parameters:
     ///   - path: The lock file.
+    ///   - mode: Exclusive, or shared with other shared holders.
     ///   - wait: How long to wait for another holder to let go.
     ///   - root: The directory below which no directory may be a link (see `AtomicFile`).
     ///   - now: The time for the name of a file moved aside.
+    ///   - consequence: What going on without the lock means, for the message when it times out.
     /// - Returns: The held lock, or why it could not be taken: `.timedOut` when
     ///   another holder kept it for `wait`, `.unusable` when the file cannot be used.
     static func acquire(
-        _ path: String, waitingAtMost wait: Duration, below root: String? = nil,
-        now: Date = Date(), fileSystem fs: FileSystem = .system
+        _ path: String, mode: Mode = .exclusive, waitingAtMost wait: Duration, below root: String? = nil,
+        now: Date = Date(), fileSystem fs: FileSystem = .system,
+        consequence: String = "this app went on without it, so apps starting at once may generate different identifiers"
     ) -> Result<FileLock, Failure> {
         do {
             try AtomicFile.makeDirectories(AtomicFile.split(path).directory, for: path, below: root, fileSystem: fs)
@@ -77,7 +102,7 @@ final class FileLock {
                 }
             } else {
                 if fs.fstat(descriptor, &found) == 0, POSIX.isRegularFile(found) {
-                    switch lock(descriptor, path: path, waitingAtMost: wait, fileSystem: fs) {
+                    switch lock(descriptor, path: path, mode: mode, waitingAtMost: wait, consequence: consequence, fileSystem: fs) {
                     case .locked(let held): return .success(held)
                     case .failed(let failure): return .failure(failure)
                     case .replaced:
@@ -115,10 +140,11 @@ final class FileLock {
     }
 
     private static func lock(
-        _ descriptor: Int32, path: String, waitingAtMost wait: Duration, fileSystem fs: FileSystem
+        _ descriptor: Int32, path: String, mode: Mode, waitingAtMost wait: Duration, consequence: String,
+        fileSystem fs: FileSystem
     ) -> Locking {
         let deadline = ContinuousClock.now + wait
-        while fs.flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+        while fs.flock(descriptor, (mode == .shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
             let code = errno
             guard code == EWOULDBLOCK else {
                 fs.close(descriptor)
@@ -131,7 +157,7 @@ final class FileLock {
                         kind: .timedOut,
                         message: """
                             another app held the lock \(path) for \(Milliseconds.seconds(wait)); \
-                            this app went on without it, so apps starting at once may generate different identifiers
+                            \(consequence)
                             """))
             }
             usleep(2_000)
@@ -144,7 +170,7 @@ final class FileLock {
             fs.close(descriptor)
             return .replaced
         }
-        return .locked(FileLock(descriptor: descriptor, fileSystem: fs))
+        return .locked(FileLock(descriptor: descriptor, identity: Identity(locked), fileSystem: fs))
     }
 
     private static func same(_ a: stat, _ b: stat) -> Bool {
@@ -170,8 +196,9 @@ final class FileLock {
         return "it cannot be moved aside: 1000 moved-aside copies from this millisecond already exist; remove them by hand"
     }
 
-    private init(descriptor: Int32, fileSystem: FileSystem) {
+    private init(descriptor: Int32, identity: Identity, fileSystem: FileSystem) {
         self.descriptor = descriptor
+        self.identity = identity
         self.fileSystem = fileSystem
     }
 

@@ -8,6 +8,7 @@ import Glibc
 /// | file slots | `<data>/openudid/slots/<app-id>.json` |
 /// | vendor mirrors | `<data>/openudid/vendors/<vendor>.json` |
 /// | the lock held while generating a new identifier | `<data>/openudid/generate.lock` |
+/// | the lock that erasing commands hold against apps' writes | `<data>/openudid/erase.lock` |
 /// | the user's reset generation | `<data>/openudid/reset` |
 /// | an app's local cache | `<data>/<app-id>/openudid.json` |
 /// | user-wide opt-out marker | `<config>/openudid/opt-out` |
@@ -79,6 +80,10 @@ package struct StoragePaths: Sendable, Hashable {
     /// The lock file apps hold while they generate a new identifier, so that
     /// apps starting at once from nothing pick one identifier, not one each.
     package var generationLock: String { Self.joined(sharedRoot, "generate.lock") }
+
+    /// The lock file an app holds, shared, while it writes its own copies, and an
+    /// erasing command holds exclusively while it erases (`ErasureLock`).
+    package var erasureLock: String { Self.joined(sharedRoot, "erase.lock") }
 
     /// The file that holds the user's reset generation (`ResetMarker`).
     package var resetMarker: String { Self.joined(sharedRoot, "reset") }
