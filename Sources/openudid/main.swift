@@ -237,6 +237,7 @@ case "forget":
     for file in erasure.files { printLine(file) }
     for item in erasure.keyringItems { printLine("keyring: \(item)") }
     if erasure.files.isEmpty && erasure.keyringItems.isEmpty { printLine(dryRun ? "nothing to remove" : "nothing was there") }
+    for kept in erasure.keptCopies { printLine("openudid: still kept by the keyring: \(kept)", to: STDERR_FILENO) }
     if !erasure.problems.isEmpty {
         fail("not everything could be removed:\n" + erasure.problems.joined(separator: "\n"), status: Exit.failure)
     }
