@@ -28,8 +28,11 @@ public final class PrivateKeePassXC: Sendable {
 
     /// Creates the database and starts KeePassXC on it, unlocked, and waits until it owns the Secret Service's name.
     ///
+    /// - Parameters:
+    ///   - confirmAccess: KeePassXC's "Confirm when passwords are retrieved by clients" (on by default).
+    ///   - timeout: How long KeePassXC may take to come up.
     /// - Throws: `HarnessError` when a tool is missing or KeePassXC does not come up.
-    public init(timeout: TimeInterval = 30) throws {
+    public init(confirmAccess: Bool = true, timeout: TimeInterval = 30) throws {
         home = try PrivateHome()
         bus = try SessionBus(home: home.home, timeout: timeout)
         xServer = try PrivateXServer()
@@ -59,6 +62,7 @@ public final class PrivateKeePassXC: Sendable {
         ShowTrayIcon=false
         [FdoSecrets]
         Enabled=true
+        \(confirmAccess ? "" : "ConfirmAccessItem=false")
 
         """.write(toFile: configuration + "/keepassxc.ini", atomically: true, encoding: .utf8)
         keepassxc = try ChildProcess(
@@ -144,6 +148,21 @@ public final class PrivateKeePassXC: Sendable {
             input: "\(Self.password)\n")
         try Self.check(exported)
         return try KeePassXMLEntries(Data(exported.standardOutput.utf8)).entries
+    }
+
+    /// The database's entries once they satisfy `condition`, read again and again
+    /// until they do: KeePassXC saves a change made over the Secret Service about a
+    /// second later, not at once.
+    ///
+    /// - Returns: The entries of the first read that satisfies `condition`, or of the
+    ///   last read when none did within `timeout` (the test's expectations then fail).
+    public func entries(timeout: TimeInterval = 20, until condition: ([Entry]) -> Bool) throws -> [Entry] {
+        var latest: [Entry] = []
+        _ = try waitUntil(timeout: timeout, interval: 0.1) {
+            latest = try entries()
+            return condition(latest)
+        }
+        return latest
     }
 
     // MARK: Plumbing
