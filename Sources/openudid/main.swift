@@ -197,6 +197,12 @@ case "remove-app":
     } catch {
         fail(error.description, status: error.kind == .invalidApp || error.kind == .invalidNamespace ? Exit.usage : Exit.failure)
     }
+    if let vendor = try? AppIdentity(app).vendor {
+        printLine(
+            "openudid: kept for the other apps of \(vendor): its vendor mirror (the keyring item "
+                + "\"\(SecretServiceMirror.label(vendor: vendor))\", or the file vendors/\(vendor).json under "
+                + "$XDG_DATA_HOME/openudid); openudid forget --all or openudid reset removes it", to: STDERR_FILENO)
+    }
 
 case "consent":
     let udid = handle()

@@ -112,6 +112,26 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         #expect(!entries.contains { !$0.isRecycled && $0.password.contains(old) }, "\(entries)")
     }
 
+    @Test func withdrawingConsentLeavesNoLiveEntryWithTheAppsId() throws {
+        let keepassxc = try PrivateKeePassXC()
+        let environment = keepassxc.environment()
+        let required = ["--consent", "required"]
+        let granted = try openudid(["consent", "--app", "com.acme.notes", "grant"], environment).result
+        #expect(granted.status == 0, "\(granted.standardError)")
+        let (result, _) = try openudid(
+            ["get", "--app", "com.acme.notes", "--mirror", "secret-service", "--no-display"] + required, environment)
+        let identifier = result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(result.status == 0 && identifier.count == 40, "\(result.standardError)")
+        _ = try keepassxc.entries { $0.contains { !$0.isRecycled && $0.password.contains("com.acme.notes") } }
+
+        let withdrawn = try openudid(
+            ["consent", "--app", "com.acme.notes", "withdraw", "--mirror", "secret-service", "--no-display"], environment
+        ).result
+        #expect(withdrawn.status == 0, "\(withdrawn.standardError)")
+        let entries = try keepassxc.entries { $0.contains { $0.isRecycled && $0.password.contains("com.acme.notes") } }
+        #expect(!entries.contains { !$0.isRecycled && $0.password.contains(identifier) }, "\(entries)")
+    }
+
     @Test func aLockedDatabaseMakesForgetSayWhatStays() throws {
         let keepassxc = try PrivateKeePassXC()
         let environment = keepassxc.environment()
