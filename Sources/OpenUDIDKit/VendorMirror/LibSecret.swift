@@ -23,7 +23,7 @@ struct LibSecret: @unchecked Sendable {
     /// The library as loaded on first use, or why it cannot be used; loaded once per process.
     static let loaded: Result<LibSecret, StoreUnavailable> = load()
 
-    /// libsecret's ABI 0, as Debian's libsecret-1-0 installs it.
+    /// libsecret's ABI 0, the name every distribution installs it under.
     static let soname = "libsecret-1.so.0"
 
     typealias Cancellable = OpaquePointer?
@@ -149,7 +149,7 @@ struct LibSecret: @unchecked Sendable {
                     .notRunning,
                     """
                     secret-service: no Secret Service client library: cannot load \(soname) (\(reason)); \
-                    install libsecret (Debian: libsecret-1-0) to use the Secret Service mirror
+                    install libsecret (libsecret-1-0 on Debian and Ubuntu, libsecret elsewhere) to use the Secret Service mirror
                     """))
         }
         do throws(StoreUnavailable) {
