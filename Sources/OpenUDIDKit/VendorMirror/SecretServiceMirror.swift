@@ -588,10 +588,11 @@ private final class SecretServiceCall {
 
     /// The object path of the default collection, if it exists and is unlocked.
     ///
-    /// A locked one is unlocked when the provider can do it without the user: the
-    /// Secret Service `Unlock` then returns no prompt (KWallet, whose wallet
-    /// pam_kwallet opened at login, reports its collection locked until a client
-    /// asks). A prompt is never run, but dismissed: it would open a window.
+    /// A locked one is unlocked when the provider can do it without the user: when
+    /// `Unlock` needs no prompt, or its prompt is known to ask nobody (KWallet, whose
+    /// wallet pam_kwallet opened at login, reports its collection locked until a
+    /// client runs that prompt; see ``opensWithoutUser(_:)``). Any other prompt is
+    /// dismissed, never run: it could open a window.
     func usableDefaultCollection() throws(StoreUnavailable) -> String {
         var error: UnsafeMutablePointer<GError>?
         let collection = library.secretCollectionForAliasSync(
