@@ -119,6 +119,9 @@ package struct SecretServiceMirror: VendorMirrorStore {
             if existing.contains(where: \.isLocked) { throw call.lockedItem() }
             if let current = existing.first, existing.count == 1, (try? call.secret(of: current)) == bytes { return }
             if call.provider.keepsHistory {
+                // libsecret's store replaces a matching item, so the old one goes
+                // first. Should the new one then fail, the mirror is absent until the
+                // next write; the apps' own copies still hold the identifier.
                 for item in existing { try call.deleteOrThrow(item) }
             }
             try call.store(bytes, in: collection)
