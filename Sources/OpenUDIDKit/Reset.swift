@@ -98,7 +98,7 @@ extension OpenUDID {
         {
             do throws(StoreUnavailable) {
                 let (removed, keptCopies) = try SecretServiceMirror(busAddress: address, namespace: paths.namespace)
-                    .removeEveryVendorItem()
+                    .removeEveryVendorItemReportingKeptCopies()
                 if let keptCopies { problems.append(keptCopies) }
                 for item in removed {
                     keyringItems.append(item.label)

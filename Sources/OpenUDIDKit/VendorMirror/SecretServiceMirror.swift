@@ -197,11 +197,18 @@ extension SecretServiceMirror {
     /// attribute existed), and returns each one's label and secret: what a
     /// user reset removes. Items of other namespaces are left alone.
     ///
-    /// - Returns: The items removed, and where the provider still keeps a copy of
-    ///   them (KeePassXC's Recycle Bin), if it does.
     /// - Throws: `StoreUnavailable` when the service cannot be asked, the default
     ///   collection is locked, or an item cannot be deleted (nothing after it is deleted).
-    package func removeEveryVendorItem() throws(StoreUnavailable) -> (
+    package func removeEveryVendorItem() throws(StoreUnavailable) -> [(label: String, secret: Data)] {
+        try removeEveryVendorItemReportingKeptCopies().removed
+    }
+
+    /// As ``removeEveryVendorItem()``, and where the provider still keeps a copy of
+    /// what it deleted (KeePassXC's Recycle Bin).
+    ///
+    /// - Returns: The items removed, and a sentence naming the kept copies and how
+    ///   to remove them, or nil when the provider keeps none.
+    package func removeEveryVendorItemReportingKeptCopies() throws(StoreUnavailable) -> (
         removed: [(label: String, secret: Data)], keptCopies: String?
     ) {
         try perform("removing every item of the namespace", vendor: nil) {
