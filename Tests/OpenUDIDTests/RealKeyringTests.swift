@@ -195,4 +195,19 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         #expect(forget.status == 0, "\(forget.standardError)")
         #expect(try kwallet.mirrorItems().isEmpty)
     }
+
+    @Test func aClosedWalletIsReportedAndNotOpened() throws {
+        let kwallet = try PrivateKWallet()
+        let environment = kwallet.environment()
+        try kwallet.closeWallet()
+
+        let (closed, seconds) = try report("com.acme.notes", environment)
+        let found = mirror(in: closed)
+        #expect(found.state == "unavailable")
+        #expect(found.detail.contains("KWallet's default collection is locked"), "\(found.detail)")
+        #expect(found.detail.contains("open the wallet in KWallet"), "\(found.detail)")
+        // Running KWallet's prompt would ask for the wallet's password and wait for the deadline.
+        #expect(seconds < 2, "\(seconds) s")
+        #expect(try !kwallet.isWalletOpen())
+    }
 }

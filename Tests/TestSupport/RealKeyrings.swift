@@ -307,6 +307,29 @@ public final class PrivateKWallet: Sendable {
         return reply.contains("boolean true")
     }
 
+    /// Closes the wallet as KWalletManager's "Close" does; opening it again needs its password.
+    public func closeWallet() throws {
+        let result = try runCommand(
+            try Tools.find("dbus-send"),
+            [
+                "--session", "--print-reply", "--dest=org.kde.kwalletd5", "/modules/kwalletd5", "org.kde.KWallet.close",
+                "string:kdewallet", "boolean:true"
+            ], environment: environment(), timeout: 10)
+        guard result.status == 0, try !isWalletOpen() else {
+            throw HarnessError("kwalletd5 did not close the wallet: \(result.standardError)")
+        }
+    }
+
+    /// Whether kwalletd5 has the wallet open.
+    public func isWalletOpen() throws -> Bool {
+        let result = try runCommand(
+            try Tools.find("dbus-send"),
+            ["--session", "--print-reply", "--dest=org.kde.kwalletd5", "/modules/kwalletd5", "org.kde.KWallet.isOpen", "string:kdewallet"],
+            environment: environment(), timeout: 10)
+        guard result.status == 0 else { throw HarnessError("kwalletd5 isOpen failed: \(result.standardError)") }
+        return result.standardOutput.contains("boolean true")
+    }
+
     /// The labels of the items of the mirror's schema, as `SearchItems` lists them (locked ones too).
     public func mirrorItems() throws -> [String] {
         let reply = try send(
