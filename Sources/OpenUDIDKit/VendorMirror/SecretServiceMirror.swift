@@ -837,9 +837,9 @@ private final class SecretServiceCall {
 
     // MARK: Errors
 
-    /// Classifies and frees a GError of this call.
+    /// Classifies and frees a GError of this call; a refusal for a lock names the provider and its remedy.
     private func failure(_ error: UnsafeMutablePointer<GError>?) -> StoreUnavailable {
-        Self.failure(error, timer: timer, operation: operation, library: library)
+        Self.failure(error, timer: timer, operation: operation, library: library) { [self] in provider }
     }
 
     private static func connectFailure(
@@ -856,7 +856,7 @@ private final class SecretServiceCall {
     /// Classifies and frees a GError.
     private static func failure(
         _ error: UnsafeMutablePointer<GError>?, timer: DeadlineTimer,
-        operation: String, library: LibSecret
+        operation: String, library: LibSecret, provider: (() -> SecretServiceProvider)? = nil
     ) -> StoreUnavailable {
         if timer.fired { return timeout(timer: timer, operation: operation, error, library: library) }
         guard let error else {
@@ -886,11 +886,12 @@ private final class SecretServiceCall {
         if (domain == library.secretErrorGetQuark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
             || remote == "org.freedesktop.Secret.Error.IsLocked"
         {
+            let provider = provider?() ?? SecretServiceProvider(processName: nil)
             return StoreUnavailable(
                 .locked,
                 """
-                secret-service: locked while \(operation) (\(message)); \
-                unlock the keyring (logging in to the desktop usually does) and try again
+                secret-service: \(provider.name) refused, locked, while \(operation) (\(message)); \
+                \(provider.unlockRemedy)
                 """)
         }
         if isDBus(G_DBUS_ERROR_NO_REPLY, "NoReply") {
