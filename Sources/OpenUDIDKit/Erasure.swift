@@ -12,6 +12,10 @@ extension OpenUDID {
         public let keyringItems: [String]
         /// What could not be looked at or removed; empty when everything is gone.
         public let problems: [String]
+        /// Copies that the keyring keeps of the items it deleted, each with where
+        /// it is and how to remove it (KeePassXC moves deleted entries to its
+        /// Recycle Bin); empty when the keyring keeps none.
+        public let keptCopies: [String]
     }
 
     /// Removes every file slot, local cache, consent record, mirror file and
@@ -63,11 +67,14 @@ extension OpenUDID {
 
         // No session bus, or no Secret Service on it: there is no keyring to clear.
         var keyringItems: [String] = []
+        var keptCopies: [String] = []
         if case .success(let address) = SessionBus.address(in: environment),
             SecretServiceMirror.isAvailable(busAddress: address)
         {
             do throws(StoreUnavailable) {
-                keyringItems = try SecretServiceMirror(busAddress: address).everyItem(delete: !dryRun)
+                let erased = try SecretServiceMirror(busAddress: address).everyItemReportingKeptCopies(delete: !dryRun)
+                keyringItems = erased.labels
+                if let kept = erased.keptCopies { keptCopies.append(kept) }
             } catch {
                 problems.append("the Secret Service: \(error.message)")
             }
@@ -83,7 +90,7 @@ extension OpenUDID {
                 if let problem = Self.removeDirectory(directory, fs: fs) { problems.append(problem) }
             }
         }
-        return Erasure(files: files, keyringItems: keyringItems, problems: problems)
+        return Erasure(files: files, keyringItems: keyringItems, problems: problems, keptCopies: keptCopies)
     }
 
     /// The names of the lock files, which hold nothing.

@@ -123,16 +123,19 @@ public final class OpenUDID: Sendable {
     /// Withdraws the user's consent for this app and erases the app's copies
     /// of the identifier (its file slot and local cache) as removing the app
     /// would; a participation stops serving its slot at its next resolution
-    /// (`Participation.refresh()`). The vendor's mirror, which other apps of the
-    /// vendor share, is left alone.
+    /// (`Participation.refresh()`). The vendor's mirror item is deleted too when
+    /// it carries this app's id (this app wrote it) or cannot be read; the
+    /// vendor's other apps that take part write it again in their own name.
+    /// A keyring may keep a deleted item (KeePassXC moves it to its Recycle Bin).
     ///
     /// The withdrawal is atomic with respect to the app's own writes, in this
     /// process or any other: it holds the namespace's erasure lock while it
     /// deletes (docs/PROTOCOL.md §9), so once it returns no copy comes back, even
     /// from a resolution that was under way.
     ///
-    /// - Throws: `OpenUDIDError` when a file cannot be removed, or the erasure
-    ///   lock cannot be taken (nothing is removed then).
+    /// - Throws: `OpenUDIDError` when a file cannot be removed, the erasure lock
+    ///   cannot be taken (nothing is removed then), or the mirror item may carry
+    ///   this app's id and cannot be deleted (its message says where it stays).
     public func withdrawConsent() throws(OpenUDIDError) {
         let erasing = try ErasureLock.take(
             [engine.paths.erasureLock], below: engine.paths.dataHome, fileSystem: engine.fileSystem)
@@ -141,6 +144,7 @@ public final class OpenUDID: Sendable {
             try AtomicFile.remove(engine.paths.consentFile(for: app), below: engine.paths.dataHome, fileSystem: engine.fileSystem)
             try engine.fileSlots.remove(app: app.id)
             try engine.localCache.remove()
+            try engine.removeMirrorWrittenByThisApp()
         } catch {
             throw OpenUDIDError(error)
         }

@@ -105,7 +105,9 @@ extension OpenUDID {
             SecretServiceMirror.isAvailable(busAddress: address)
         {
             do throws(StoreUnavailable) {
-                let removed = try SecretServiceMirror(busAddress: address, namespace: paths.namespace).removeEveryVendorItem()
+                let (removed, keptCopies) = try SecretServiceMirror(busAddress: address, namespace: paths.namespace)
+                    .removeEveryVendorItemReportingKeptCopies()
+                if let keptCopies { problems.append(keptCopies) }
                 for item in removed {
                     keyringItems.append(item.label)
                     if let record = try? SlotRecord.parse(item.secret), record.generation <= ceiling {

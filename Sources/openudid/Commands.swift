@@ -96,8 +96,10 @@ let tool = Command(
             "remove-app", abstract: "delete the app's file slot and local cache",
             discussion: """
                 Deletes what uninstalling the app together with its data would: its file
-                slot and its local cache. Other apps and the vendor mirror are untouched.
-                Stop the app's process yourself.
+                slot and its local cache. Other apps and the vendor mirror are untouched:
+                the mirror keeps the identifier for the vendor's other apps, and the
+                command says where; forget --all or reset removes it. Stop the app's
+                process yourself.
                 """,
             synopses: ["ID [--namespace NAME]", "--app ID [--namespace NAME]"],
             options: [.value("app", "ID", help: "the app's reverse-DNS id, instead of the word ID"), namespace],
@@ -106,10 +108,11 @@ let tool = Command(
             "consent", abstract: "record, withdraw or show the user's consent for one app",
             discussion: """
                 Records the user's consent for the app (grant), withdraws it and erases
-                the app's file slot and local cache (withdraw), or prints granted or
-                absent (status). An app run with --consent required reads, generates,
-                writes and publishes nothing, and reports all zeros, until consent is
-                granted. With --json, each prints the app's consent afterwards:
+                the app's file slot and local cache, and the vendor's mirror when it
+                carries the app's id (withdraw), or prints granted or absent (status).
+                An app run with --consent required reads, generates, writes and
+                publishes nothing, and reports all zeros, until consent is granted.
+                With --json, each prints the app's consent afterwards:
                 {"app": ID, "consent": "granted" or "absent"}.
                 """,
             synopses: ["--app ID grant|withdraw|status [--json] [--namespace NAME]"],

@@ -25,12 +25,15 @@ struct ForgetDocument: Encodable {
     let files: [String]
     let keyringItems: [String]
     let problems: [String]
+    /// Where a keyring keeps copies of what it deleted (KeePassXC's recycle bin), and how to empty it.
+    let keptCopies: [String]
 
     init(dryRun: Bool, _ erasure: OpenUDID.Erasure) {
         self.dryRun = dryRun
         files = erasure.files
         keyringItems = erasure.keyringItems
         problems = erasure.problems
+        keptCopies = erasure.keptCopies
     }
 }
 

@@ -213,6 +213,12 @@ case "remove-app":
     } catch {
         fail(error.description, status: error.kind == .invalidApp || error.kind == .invalidNamespace ? Exit.usage : Exit.failure)
     }
+    if let vendor = try? AppIdentity(app).vendor {
+        printLine(
+            "openudid: kept for the other apps of \(vendor): its vendor mirror (the keyring item "
+                + "\"\(SecretServiceMirror.label(vendor: vendor))\", or the file vendors/\(vendor).json under "
+                + "$XDG_DATA_HOME/openudid); openudid forget --all or openudid reset removes it", to: STDERR_FILENO)
+    }
 
 case "consent":
     let udid = handle()
@@ -271,6 +277,7 @@ case "forget":
         for item in erasure.keyringItems { printLine("keyring: \(item)") }
         if erasure.files.isEmpty && erasure.keyringItems.isEmpty { printLine(dryRun ? "nothing to remove" : "nothing was there") }
     }
+    for kept in erasure.keptCopies { printLine("openudid: still kept by the keyring: \(kept)", to: STDERR_FILENO) }
     if !erasure.problems.isEmpty {
         fail("not everything could be removed:\n" + erasure.problems.joined(separator: "\n"), status: Exit.failure)
     }

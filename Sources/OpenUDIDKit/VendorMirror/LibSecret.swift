@@ -11,10 +11,10 @@ import Glibc
 /// host). Now nothing of them is mapped until ``loaded`` is first read, which only
 /// ``SecretServiceMirror`` does, right before it connects to a bus.
 ///
-/// The types and constants are libsecret's and GLib's own (the CLibSecret headers);
-/// each function is resolved by name with `dlsym` and called through a C function
-/// pointer of its declared type, so a call with the wrong arguments does not
-/// compile. When the library cannot be loaded, ``loaded`` says why, and the mirror
+/// The types and constants are declared in the project's own CLibSecret/shim.h (no
+/// GLib or libsecret header is needed to build); each function is resolved by name
+/// with `dlsym` and called through a C function pointer of the type declared here,
+/// which follows the function's declaration in GLib's or libsecret's header. When the library cannot be loaded, ``loaded`` says why, and the mirror
 /// reports the Secret Service as not available (`StoreUnavailable.Kind.notRunning`):
 /// an automatic mirror choice then falls back to the file mirror.
 // @unchecked: every stored property is a C function pointer or a GType, set once
@@ -23,14 +23,15 @@ struct LibSecret: @unchecked Sendable {
     /// The library as loaded on first use, or why it cannot be used; loaded once per process.
     static let loaded: Result<LibSecret, StoreUnavailable> = load()
 
-    /// libsecret's ABI 0, as Debian's libsecret-1-0 installs it.
+    /// libsecret's ABI 0, the name every distribution installs it under.
     static let soname = "libsecret-1.so.0"
 
-    typealias Cancellable = UnsafeMutablePointer<GCancellable>?
+    typealias Cancellable = OpaquePointer?
     typealias ErrorOut = UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?
-    typealias Service = UnsafeMutablePointer<SecretService>?
-    typealias Schema = UnsafePointer<SecretSchema>?
-    typealias Item = UnsafeMutablePointer<SecretItem>?
+    typealias Service = OpaquePointer?
+    typealias Schema = OpaquePointer?
+    typealias Item = OpaquePointer?
+    typealias Variant = OpaquePointer?
 
     // GLib
     let gMainContextNew: @convention(c) () -> OpaquePointer?
@@ -38,6 +39,8 @@ struct LibSecret: @unchecked Sendable {
     let gMainContextIteration: @convention(c) (OpaquePointer?, gboolean) -> gboolean
     let gMainContextPopThreadDefault: @convention(c) (OpaquePointer?) -> Void
     let gMainContextUnref: @convention(c) (OpaquePointer?) -> Void
+    let gMainContextRef: @convention(c) (OpaquePointer?) -> OpaquePointer?
+    let gMainContextWakeup: @convention(c) (OpaquePointer?) -> Void
     let gHashTableNewFull: @convention(c) (GHashFunc?, GEqualFunc?, GDestroyNotify?, GDestroyNotify?) -> OpaquePointer?
     let gHashTableInsert: @convention(c) (OpaquePointer?, gpointer?, gpointer?) -> gboolean
     let gHashTableUnref: @convention(c) (OpaquePointer?) -> Void
@@ -54,14 +57,13 @@ struct LibSecret: @unchecked Sendable {
     let gObjectRef: @convention(c) (gpointer?) -> gpointer?
     let gObjectUnref: @convention(c) (gpointer?) -> Void
     let gTypeClassPeek: @convention(c) (GType) -> gpointer?
+    let gTypeQuery: @convention(c) (GType, UnsafeMutablePointer<GTypeQuery>?) -> Void
     let gTypeFromName: @convention(c) (UnsafePointer<gchar>?) -> GType
     let gTypeRegisterStaticSimple:
         @convention(c) (GType, UnsafePointer<gchar>?, guint, GClassInitFunc?, guint, GInstanceInitFunc?, GTypeFlags) -> GType
     let gObjectNewWithProperties:
-        @convention(c) (GType, guint, UnsafeMutablePointer<UnsafePointer<CChar>?>?, UnsafePointer<GValue>?) -> UnsafeMutablePointer<
-            GObject
-        >?
-    let gObjectSetProperty: @convention(c) (UnsafeMutablePointer<GObject>?, UnsafePointer<gchar>?, UnsafePointer<GValue>?) -> Void
+        @convention(c) (GType, guint, UnsafeMutablePointer<UnsafePointer<CChar>?>?, UnsafePointer<GValue>?) -> OpaquePointer?
+    let gObjectSetProperty: @convention(c) (OpaquePointer?, UnsafePointer<gchar>?, UnsafePointer<GValue>?) -> Void
     let gValueInit: @convention(c) (UnsafeMutablePointer<GValue>?, GType) -> UnsafeMutablePointer<GValue>?
     let gValueUnset: @convention(c) (UnsafeMutablePointer<GValue>?) -> Void
     let gValueSetEnum: @convention(c) (UnsafeMutablePointer<GValue>?, gint) -> Void
@@ -69,14 +71,39 @@ struct LibSecret: @unchecked Sendable {
     let gValueSetObject: @convention(c) (UnsafeMutablePointer<GValue>?, gpointer?) -> Void
 
     // GIO
-    let gCancellableNew: @convention(c) () -> UnsafeMutablePointer<GCancellable>?
+    let gCancellableNew: @convention(c) () -> OpaquePointer?
     let gCancellableCancel: @convention(c) (Cancellable) -> Void
     let gCancellableIsCancelled: @convention(c) (Cancellable) -> gboolean
     let gDBusConnectionNewForAddressSync:
         @convention(c) (UnsafePointer<gchar>?, GDBusConnectionFlags, OpaquePointer?, Cancellable, ErrorOut) -> OpaquePointer?
     let gDBusConnectionCloseSync: @convention(c) (OpaquePointer?, Cancellable, ErrorOut) -> gboolean
     let gDBusConnectionGetType: @convention(c) () -> GType
-    let gDBusProxyGetObjectPath: @convention(c) (UnsafeMutablePointer<GDBusProxy>?) -> UnsafePointer<gchar>?
+    let gDBusProxyGetObjectPath: @convention(c) (OpaquePointer?) -> UnsafePointer<gchar>?
+    let gDBusConnectionCallSync:
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<gchar>?, UnsafePointer<gchar>?, UnsafePointer<gchar>?, UnsafePointer<gchar>?,
+            Variant, Variant, GDBusCallFlags, gint, Cancellable, ErrorOut
+        ) -> Variant
+    let gVariantTypeNew: @convention(c) (UnsafePointer<gchar>?) -> Variant
+    let gVariantTypeFree: @convention(c) (Variant) -> Void
+    let gVariantNewString: @convention(c) (UnsafePointer<gchar>?) -> Variant
+    let gVariantNewObjectPath: @convention(c) (UnsafePointer<gchar>?) -> Variant
+    let gVariantNewTuple: @convention(c) (UnsafePointer<Variant>?, gsize) -> Variant
+    let gVariantNewArray: @convention(c) (Variant, UnsafePointer<Variant>?, gsize) -> Variant
+    let gVariantNChildren: @convention(c) (Variant) -> gsize
+    let gVariantGetChildValue: @convention(c) (Variant, gsize) -> Variant
+    let gVariantGetVariant: @convention(c) (Variant) -> Variant
+    let gVariantGetString: @convention(c) (Variant, UnsafeMutablePointer<gsize>?) -> UnsafePointer<gchar>?
+    let gVariantGetBoolean: @convention(c) (Variant) -> gboolean
+    let gVariantGetUint32: @convention(c) (Variant) -> UInt32
+    let gVariantIsOfType: @convention(c) (Variant, Variant) -> gboolean
+    let gVariantUnref: @convention(c) (Variant) -> Void
+    let gDBusConnectionSignalSubscribe:
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<gchar>?, UnsafePointer<gchar>?, UnsafePointer<gchar>?, UnsafePointer<gchar>?,
+            UnsafePointer<gchar>?, gint, GDBusSignalCallback?, gpointer?, GDestroyNotify?
+        ) -> guint
+    let gDBusConnectionSignalUnsubscribe: @convention(c) (OpaquePointer?, guint) -> Void
     let gDBusErrorGetRemoteError: @convention(c) (UnsafePointer<GError>?) -> UnsafeMutablePointer<gchar>?
     let gDBusErrorStripRemoteError: @convention(c) (UnsafeMutablePointer<GError>?) -> gboolean
     let gDBusErrorQuark: @convention(c) () -> GQuark
@@ -87,8 +114,8 @@ struct LibSecret: @unchecked Sendable {
     // libsecret
     let secretServiceGetType: @convention(c) () -> GType
     let secretServiceFlagsGetType: @convention(c) () -> GType
-    let secretSchemaNewv: @convention(c) (UnsafePointer<gchar>?, SecretSchemaFlags, OpaquePointer?) -> UnsafeMutablePointer<SecretSchema>?
-    let secretSchemaUnref: @convention(c) (UnsafeMutablePointer<SecretSchema>?) -> Void
+    let secretSchemaNewv: @convention(c) (UnsafePointer<gchar>?, SecretSchemaFlags, OpaquePointer?) -> OpaquePointer?
+    let secretSchemaUnref: @convention(c) (OpaquePointer?) -> Void
     let secretServiceSearchSync:
         @convention(c) (Service, Schema, OpaquePointer?, SecretSearchFlags, Cancellable, ErrorOut) -> UnsafeMutablePointer<GList>?
     let secretServiceStoreSync:
@@ -97,10 +124,8 @@ struct LibSecret: @unchecked Sendable {
         ) -> gboolean
     let secretServiceClearSync: @convention(c) (Service, Schema, OpaquePointer?, Cancellable, ErrorOut) -> gboolean
     let secretCollectionForAliasSync:
-        @convention(c) (Service, UnsafePointer<gchar>?, SecretCollectionFlags, Cancellable, ErrorOut) -> UnsafeMutablePointer<
-            SecretCollection
-        >?
-    let secretCollectionGetLocked: @convention(c) (UnsafeMutablePointer<SecretCollection>?) -> gboolean
+        @convention(c) (Service, UnsafePointer<gchar>?, SecretCollectionFlags, Cancellable, ErrorOut) -> OpaquePointer?
+    let secretCollectionGetLocked: @convention(c) (OpaquePointer?) -> gboolean
     let secretItemGetLabel: @convention(c) (Item) -> UnsafeMutablePointer<gchar>?
     let secretItemGetAttributes: @convention(c) (Item) -> OpaquePointer?
     let secretItemGetLocked: @convention(c) (Item) -> gboolean
@@ -124,12 +149,16 @@ struct LibSecret: @unchecked Sendable {
                     .notRunning,
                     """
                     secret-service: no Secret Service client library: cannot load \(soname) (\(reason)); \
-                    install libsecret (Debian: libsecret-1-0) to use the Secret Service mirror
+                    install libsecret (libsecret-1-0 on Debian and Ubuntu, libsecret elsewhere) to use the Secret Service mirror
                     """))
         }
         do throws(StoreUnavailable) {
             var library = try LibSecret(handle)
             library.serviceType = library.registerServiceType()
+            guard library.serviceType != 0 else {
+                return .failure(
+                    StoreUnavailable(.notRunning, "secret-service: \(soname) does not describe its SecretService class"))
+            }
             return .success(library)
         } catch {
             return .failure(error)
@@ -152,6 +181,8 @@ struct LibSecret: @unchecked Sendable {
         gMainContextIteration = try resolve("g_main_context_iteration")
         gMainContextPopThreadDefault = try resolve("g_main_context_pop_thread_default")
         gMainContextUnref = try resolve("g_main_context_unref")
+        gMainContextRef = try resolve("g_main_context_ref")
+        gMainContextWakeup = try resolve("g_main_context_wakeup")
         gHashTableNewFull = try resolve("g_hash_table_new_full")
         gHashTableInsert = try resolve("g_hash_table_insert")
         gHashTableUnref = try resolve("g_hash_table_unref")
@@ -167,6 +198,7 @@ struct LibSecret: @unchecked Sendable {
         gObjectRef = try resolve("g_object_ref")
         gObjectUnref = try resolve("g_object_unref")
         gTypeClassPeek = try resolve("g_type_class_peek")
+        gTypeQuery = try resolve("g_type_query")
         gTypeFromName = try resolve("g_type_from_name")
         gTypeRegisterStaticSimple = try resolve("g_type_register_static_simple")
         gObjectNewWithProperties = try resolve("g_object_new_with_properties")
@@ -184,6 +216,23 @@ struct LibSecret: @unchecked Sendable {
         gDBusConnectionCloseSync = try resolve("g_dbus_connection_close_sync")
         gDBusConnectionGetType = try resolve("g_dbus_connection_get_type")
         gDBusProxyGetObjectPath = try resolve("g_dbus_proxy_get_object_path")
+        gDBusConnectionCallSync = try resolve("g_dbus_connection_call_sync")
+        gVariantTypeNew = try resolve("g_variant_type_new")
+        gVariantTypeFree = try resolve("g_variant_type_free")
+        gVariantNewString = try resolve("g_variant_new_string")
+        gVariantNewObjectPath = try resolve("g_variant_new_object_path")
+        gVariantNewTuple = try resolve("g_variant_new_tuple")
+        gVariantNewArray = try resolve("g_variant_new_array")
+        gVariantNChildren = try resolve("g_variant_n_children")
+        gVariantGetChildValue = try resolve("g_variant_get_child_value")
+        gVariantGetVariant = try resolve("g_variant_get_variant")
+        gVariantGetString = try resolve("g_variant_get_string")
+        gVariantGetBoolean = try resolve("g_variant_get_boolean")
+        gVariantGetUint32 = try resolve("g_variant_get_uint32")
+        gVariantIsOfType = try resolve("g_variant_is_of_type")
+        gVariantUnref = try resolve("g_variant_unref")
+        gDBusConnectionSignalSubscribe = try resolve("g_dbus_connection_signal_subscribe")
+        gDBusConnectionSignalUnsubscribe = try resolve("g_dbus_connection_signal_unsubscribe")
         gDBusErrorGetRemoteError = try resolve("g_dbus_error_get_remote_error")
         gDBusErrorStripRemoteError = try resolve("g_dbus_error_strip_remote_error")
         gDBusErrorQuark = try resolve("g_dbus_error_quark")
@@ -227,7 +276,7 @@ extension LibSecret {
     /// follows the proxy's connection already.
     ///
     /// - Returns: The proxy with one reference, or nil with `error` set.
-    func newService(on connection: OpaquePointer, cancellable: Cancellable, error: ErrorOut) -> UnsafeMutablePointer<SecretService>? {
+    func newService(on connection: OpaquePointer, cancellable: Cancellable, error: ErrorOut) -> OpaquePointer? {
         var connectionValue = GValue()
         _ = gValueInit(&connectionValue, gDBusConnectionGetType())
         gValueSetObject(&connectionValue, UnsafeMutableRawPointer(connection))
@@ -241,11 +290,11 @@ extension LibSecret {
         var names: [UnsafePointer<CChar>?] = [Self.cString("g-connection"), Self.cString("flags")]
         let values = [connectionValue, flagsValue]
         guard let object = gObjectNewWithProperties(serviceType, guint(values.count), &names, values) else { return nil }
-        guard gInitableInit(OpaquePointer(object), cancellable, error) != 0 else {
-            gObjectUnref(object)
+        guard gInitableInit(object, cancellable, error) != 0 else {
+            gObjectUnref(UnsafeMutableRawPointer(object))
             return nil
         }
-        return UnsafeMutableRawPointer(object).assumingMemoryBound(to: SecretService.self)
+        return object
     }
 
     /// Registers `OpenUDIDSecretService`, or finds it when another copy of this
@@ -255,13 +304,17 @@ extension LibSecret {
         let existing = gTypeFromName(name)
         if existing != 0 { return existing }
         let classInit: GClassInitFunc = { classPointer, _ in
-            classPointer?.assumingMemoryBound(to: GObjectClass.self).pointee.constructor = { type, count, properties in
+            classPointer?.assumingMemoryBound(to: OpenUDIDObjectClassHead.self).pointee.constructor = { type, count, properties in
                 LibSecret.constructService(type, count, properties)
             }
         }
+        // The subclass adds nothing: its class and instances are the size of
+        // SecretService's, as this libsecret says (no header of it is used to build).
+        var parent = GTypeQuery()
+        gTypeQuery(secretServiceGetType(), &parent)
+        guard parent.class_size > 0, parent.instance_size > 0 else { return 0 }
         let registered = gTypeRegisterStaticSimple(
-            secretServiceGetType(), name, guint(MemoryLayout<SecretServiceClass>.stride), classInit,
-            guint(MemoryLayout<SecretService>.stride), nil, GTypeFlags(rawValue: 0))
+            secretServiceGetType(), name, parent.class_size, classInit, parent.instance_size, nil, G_TYPE_FLAG_NONE)
         // 0: the other copy registered it between the lookup and here.
         return registered != 0 ? registered : gTypeFromName(name)
     }
@@ -269,11 +322,11 @@ extension LibSecret {
     /// The constructor of `OpenUDIDSecretService`: SecretService's, then "g-bus-type" back to none.
     private static func constructService(
         _ type: GType, _ count: guint, _ properties: UnsafeMutablePointer<GObjectConstructParam>?
-    ) -> UnsafeMutablePointer<GObject>? {
+    ) -> OpaquePointer? {
         // The class exists only once `loaded` succeeded, so this always finds it.
         guard case .success(let library) = loaded,
             let parent = library.gTypeClassPeek(library.secretServiceGetType()),
-            let construct = parent.assumingMemoryBound(to: GObjectClass.self).pointee.constructor,
+            let construct = parent.assumingMemoryBound(to: OpenUDIDObjectClassHead.self).pointee.constructor,
             let object = construct(type, count, properties)
         else { return nil }
         var busType = GValue()

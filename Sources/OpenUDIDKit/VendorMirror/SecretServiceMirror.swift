@@ -72,19 +72,21 @@ package struct SecretServiceMirror: VendorMirrorStore {
 
     /// Reads the item of `vendor`.
     ///
-    /// An unlocked matching item gives `.found`. A locked one, a locked or missing
-    /// default collection, or a service that does not answer gives `.unavailable`.
+    /// An unlocked matching item gives `.found`. A locked default collection that
+    /// cannot be unlocked without the user, a missing one, an item the provider keeps
+    /// from this client until the user allows it, or a service that does not answer
+    /// gives `.unavailable`. The default collection is looked at before any search,
+    /// so a provider that would ask the user to unlock before searching (KeePassXC)
+    /// is never asked to.
     package func read(vendor: String) -> StoreRead {
         let outcome = perform("reading the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) -> StoreRead in
+            _ = try call.usableDefaultCollection()
             var items = try call.items()
             if items.isEmpty, namespace == nil { items = try call.unnamespacedItems() }
             if let unlocked = items.first(where: { !$0.isLocked }) {
                 return .found(try call.secret(of: unlocked))
             }
             if !items.isEmpty { throw call.lockedItem() }
-            // No visible item. Only an unlocked default collection makes that a real
-            // "absent": some services hide the items of a locked collection.
-            _ = try call.usableDefaultCollection()
             return .absent
         }
         switch outcome.result {
@@ -95,19 +97,39 @@ package struct SecretServiceMirror: VendorMirrorStore {
 
     /// Creates or replaces the item of `vendor` in the default collection.
     ///
-    /// - Throws: `StoreUnavailable` (`.locked` when the default collection is locked,
-    ///   `.serviceError` when there is none); the old item is then left as it was.
+    /// An item that already holds `bytes` is left alone. A provider that keeps each
+    /// earlier secret of an entry in its history (KeePassXC) gets a new item in place
+    /// of the old one rather than a changed secret. An item the provider keeps from
+    /// this client is never replaced: KeePassXC would ask the user to allow it.
+    ///
+    /// A new item is written even where the provider will keep it from later clients
+    /// until the user allows them (KeePassXC's default): it costs one entry, which
+    /// ``remove(vendor:)`` and `forget --all` can still delete, and it serves every
+    /// app of the vendor as soon as the user lets them read it.
+    ///
+    /// - Throws: `StoreUnavailable` (`.locked` when the default collection is locked
+    ///   or the item is kept from this client, `.serviceError` when there is no default
+    ///   collection); the old item is then left as it was.
     package func write(_ bytes: Data, vendor: String) throws(StoreUnavailable) {
         try perform("writing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
             // Storing to the alias "default" would make libsecret create a collection
             // (an interactive prompt) when there is none; the resolved path never does.
             let collection = try call.usableDefaultCollection()
+            let existing = try call.items()
+            if existing.contains(where: \.isLocked) { throw call.lockedItem() }
+            if let current = existing.first, existing.count == 1, (try? call.secret(of: current)) == bytes { return }
+            if call.provider.keepsHistory {
+                // libsecret's store replaces a matching item, so the old one goes
+                // first. Should the new one then fail, the mirror is absent until the
+                // next write; the apps' own copies still hold the identifier.
+                for item in existing { try call.deleteOrThrow(item) }
+            }
             try call.store(bytes, in: collection)
             // The item now has the namespace attribute; one written before it existed
             // would only be found again if this one went away. Best effort: a left-over
             // is never read while the new item exists.
             if namespace == nil, let old = try? call.unnamespacedItems() {
-                for item in old where !item.isLocked { call.delete(item) }
+                for item in old { call.delete(item) }
             }
         }.result.get()
     }
@@ -115,39 +137,56 @@ package struct SecretServiceMirror: VendorMirrorStore {
     /// Deletes the item of `vendor`.
     ///
     /// Succeeds when the item is gone afterwards, including when there was none. When
-    /// a matching item or the default collection is locked, nothing is deleted and the
-    /// call throws, since a locked item cannot be deleted and may be invisible.
+    /// the default collection is locked, nothing is deleted and the call throws, since
+    /// a locked collection may hide the item. An item that the provider only keeps
+    /// from this client's reads (KeePassXC) is deleted like any other.
     ///
     /// - Throws: `StoreUnavailable` when the service cannot confirm the item is gone.
     package func remove(vendor: String) throws(StoreUnavailable) {
-        try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
+        _ = try removeReportingKeptCopies(vendor: vendor)
+    }
+
+    /// Deletes the item of `vendor`, as ``remove(vendor:)`` does, and says where the
+    /// provider still keeps a copy of it, if it does.
+    ///
+    /// - Returns: A sentence naming the copy and how to remove it (KeePassXC's
+    ///   Recycle Bin and entry history), or nil when nothing was deleted or the
+    ///   provider keeps no copy of what it deletes.
+    package func removeReportingKeptCopies(vendor: String) throws(StoreUnavailable) -> String? {
+        try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) -> String? in
+            _ = try call.usableDefaultCollection()
             let items = try call.items()
             let old = namespace == nil ? try call.unnamespacedItems() : []
-            if (items + old).contains(where: \.isLocked) { throw call.lockedItem() }
-            if items.isEmpty && old.isEmpty {
-                _ = try call.usableDefaultCollection()
-                return
-            }
-            if !items.isEmpty { try call.clear() }
-            for item in old { try call.deleteOrThrow(item) }
+            for item in items + old { try call.deleteOrThrow(item) }
+            return call.keptCopies(of: (items + old).map { call.label(of: $0) })
         }.result.get()
     }
 }
 
 extension SecretServiceMirror {
     /// The labels of every item of the mirror's schema, any vendor and any
-    /// namespace; with `delete`, deletes them too (a locked one throws, and
-    /// nothing after it is deleted).
+    /// namespace; with `delete`, deletes them too (one that cannot be deleted
+    /// throws, and nothing after it is deleted).
     ///
     /// - Throws: `StoreUnavailable` when the service cannot be asked, or an item cannot be deleted.
     package func everyItem(delete: Bool) throws(StoreUnavailable) -> [String] {
-        try perform(delete ? "deleting every item" : "listing every item", vendor: nil) { call throws(StoreUnavailable) in
+        try everyItemReportingKeptCopies(delete: delete).labels
+    }
+
+    /// As ``everyItem(delete:)``, and where the provider still keeps a copy of
+    /// what it deleted (KeePassXC's Recycle Bin and entry history).
+    ///
+    /// - Returns: The labels, and a sentence naming the kept copies and how to
+    ///   remove them, or nil when the provider keeps none (or nothing was deleted).
+    package func everyItemReportingKeptCopies(delete: Bool) throws(StoreUnavailable) -> (labels: [String], keptCopies: String?) {
+        try perform(delete ? "deleting every item" : "listing every item", vendor: nil) {
+            call throws(StoreUnavailable) -> (labels: [String], keptCopies: String?) in
+            _ = try call.usableDefaultCollection()
             let items = try call.everyItem()
-            if delete {
-                if items.contains(where: \.isLocked) { throw call.lockedItem() }
-                for item in items { try call.deleteOrThrow(item) }
-            }
-            return items.map { call.label(of: $0) }.sorted()
+            let labels = items.map { call.label(of: $0) }.sorted()
+            guard delete else { return (labels, nil) }
+            for item in items { try call.deleteOrThrow(item) }
+            return (labels, call.keptCopies(of: labels))
         }.result.get()
     }
 }
@@ -158,18 +197,33 @@ extension SecretServiceMirror {
     /// attribute existed), and returns each one's label and secret: what a
     /// user reset removes. Items of other namespaces are left alone.
     ///
-    /// - Throws: `StoreUnavailable` when the service cannot be asked, or an item
-    ///   is locked or cannot be deleted (nothing after it is deleted).
+    /// - Throws: `StoreUnavailable` when the service cannot be asked, the default
+    ///   collection is locked, or an item cannot be deleted (nothing after it is deleted).
     package func removeEveryVendorItem() throws(StoreUnavailable) -> [(label: String, secret: Data)] {
-        try perform("removing every item of the namespace", vendor: nil) { call throws(StoreUnavailable) in
+        try removeEveryVendorItemReportingKeptCopies().removed
+    }
+
+    /// As ``removeEveryVendorItem()``, and where the provider still keeps a copy of
+    /// what it deleted (KeePassXC's Recycle Bin).
+    ///
+    /// - Returns: The items removed, and a sentence naming the kept copies and how
+    ///   to remove them, or nil when the provider keeps none.
+    package func removeEveryVendorItemReportingKeptCopies() throws(StoreUnavailable) -> (
+        removed: [(label: String, secret: Data)], keptCopies: String?
+    ) {
+        try perform("removing every item of the namespace", vendor: nil) {
+            call throws(StoreUnavailable) -> (removed: [(label: String, secret: Data)], keptCopies: String?) in
+            _ = try call.usableDefaultCollection()
             let items = try call.namespaceItems()
-            if items.contains(where: \.isLocked) { throw call.lockedItem() }
             var removed: [(label: String, secret: Data)] = []
             for item in items {
                 removed.append((call.label(of: item), (try? call.secret(of: item)) ?? Data()))
                 try call.deleteOrThrow(item)
             }
-            return removed.sorted { $0.label.utf8.lexicographicallyPrecedes($1.label.utf8) }
+            return (
+                removed.sorted { $0.label.utf8.lexicographicallyPrecedes($1.label.utf8) },
+                call.keptCopies(of: removed.map(\.label))
+            )
         }.result.get()
     }
 }
@@ -287,7 +341,7 @@ extension SecretServiceMirror {
         // up in a global context that the application may never run.
         let context = library.gMainContextNew()
         library.gMainContextPushThreadDefault(context)
-        let timer = DeadlineTimer(deadline, library: library)
+        let timer = DeadlineTimer(deadline, library: library, waking: context)
         defer {
             timer.finish()
             var pending = 0
@@ -300,7 +354,7 @@ extension SecretServiceMirror {
         do throws(StoreUnavailable) {
             let call = try SecretServiceCall(
                 library: library, address: address, operation: operation, vendor: vendor ?? "",
-                namespace: namespace ?? "", timer: timer)
+                namespace: namespace ?? "", timer: timer, context: context)
             defer { call.close() }
             result = .success(try body(call))
         } catch {
@@ -325,20 +379,29 @@ private final class DeadlineTimer: @unchecked Sendable {
     // `cancellable` never changes after init and GCancellable is thread-safe. The
     // timer holds its own reference, dropped in the cancel handler, which GCD runs
     // after any running event handler, so the timer never touches a freed object.
-    let cancellable: UnsafeMutablePointer<GCancellable>
+    let cancellable: OpaquePointer
     let duration: Duration
     private let library: LibSecret
     private let timer: DispatchSourceTimer
 
-    init(_ duration: Duration, library: LibSecret) {
+    /// A timer that cancels its cancellable when `duration` has passed, and wakes
+    /// `context` so that a wait for a signal in it ends too.
+    init(_ duration: Duration, library: LibSecret, waking context: OpaquePointer?) {
         self.duration = duration
         self.library = library
         cancellable = library.gCancellableNew()!
         timer = DispatchSource.makeTimerSource(queue: .global())
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        _ = library.gObjectRef(cancellable)
-        timer.setEventHandler { [self] in library.gCancellableCancel(cancellable) }
-        timer.setCancelHandler { [self] in library.gObjectUnref(cancellable) }
+        _ = library.gObjectRef(UnsafeMutableRawPointer(cancellable))
+        let context = library.gMainContextRef(context)
+        timer.setEventHandler { [self] in
+            library.gCancellableCancel(cancellable)
+            library.gMainContextWakeup(context)
+        }
+        timer.setCancelHandler { [self] in
+            library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
+            library.gMainContextUnref(context)
+        }
         timer.schedule(deadline: .now() + max(seconds, 0))
         timer.activate()
     }
@@ -354,13 +417,15 @@ private final class DeadlineTimer: @unchecked Sendable {
     /// Stops the timer and drops the caller's reference; the timer's follows in its cancel handler.
     func finish() {
         timer.cancel()
-        library.gObjectUnref(cancellable)
+        library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
     }
 }
 
 /// One vendor item as a search found it.
 private struct FoundItem {
-    let pointer: UnsafeMutablePointer<SecretItem>
+    let pointer: OpaquePointer
+    /// Locked for this client: its collection is locked, or (its collection being
+    /// unlocked) the provider keeps it from this client until the user allows it.
     let isLocked: Bool
 }
 
@@ -370,20 +435,24 @@ private struct FoundItem {
 private final class SecretServiceCall {
     private let library: LibSecret
     private let connection: OpaquePointer
-    private let service: UnsafeMutablePointer<SecretService>
-    private let schema: UnsafeMutablePointer<SecretSchema>
+    private let service: OpaquePointer
+    private let schema: OpaquePointer
     private let attributes: OpaquePointer
     private let timer: DeadlineTimer
     private let operation: String
     private let vendor: String
     private let namespace: String
+    /// The thread-default main context of the call, where signals arrive.
+    private let context: OpaquePointer?
     /// GObjects handed to us with a reference, released by `close()`.
     private var owned: [UnsafeMutableRawPointer] = []
 
     init(
-        library: LibSecret, address: String, operation: String, vendor: String, namespace: String, timer: DeadlineTimer
+        library: LibSecret, address: String, operation: String, vendor: String, namespace: String, timer: DeadlineTimer,
+        context: OpaquePointer?
     ) throws(StoreUnavailable) {
         self.library = library
+        self.context = context
         self.timer = timer
         self.operation = operation
         self.vendor = vendor
@@ -408,7 +477,7 @@ private final class SecretServiceCall {
         _ = library.gHashTableInsert(attributes, library.gStrdup(SecretServiceMirror.namespaceAttribute), library.gStrdup(namespace))
     }
 
-    private static func makeSchema(_ library: LibSecret) -> UnsafeMutablePointer<SecretSchema> {
+    private static func makeSchema(_ library: LibSecret) -> OpaquePointer {
         let types = library.gHashTableNewFull(library.gStrHash, library.gStrEqual, library.gFree, nil)
         // The value is the attribute type; SECRET_SCHEMA_ATTRIBUTE_STRING is 0, a null pointer.
         for attribute in [SecretServiceMirror.vendorAttribute, SecretServiceMirror.namespaceAttribute] {
@@ -427,7 +496,7 @@ private final class SecretServiceCall {
         owned.removeAll()
         library.gHashTableUnref(attributes)
         library.secretSchemaUnref(schema)
-        library.gObjectUnref(service)
+        library.gObjectUnref(UnsafeMutableRawPointer(service))
         // Closing flushes nothing of ours and does not wait for the peer, so it
         // cannot hang on a stuck daemon.
         _ = library.gDBusConnectionCloseSync(connection, nil, nil)
@@ -487,7 +556,7 @@ private final class SecretServiceCall {
         while let current = node {
             if let data = current.pointee.data {
                 owned.append(data)
-                let item = data.assumingMemoryBound(to: SecretItem.self)
+                let item = OpaquePointer(data)
                 found.append(FoundItem(pointer: item, isLocked: library.secretItemGetLocked(item) != 0))
             }
             node = current.pointee.next
@@ -528,6 +597,12 @@ private final class SecretServiceCall {
     }
 
     /// The object path of the default collection, if it exists and is unlocked.
+    ///
+    /// A locked one is unlocked when the provider can do it without the user: when
+    /// `Unlock` needs no prompt, or its prompt is known to ask nobody (KWallet, whose
+    /// wallet pam_kwallet opened at login, reports its collection locked until a
+    /// client runs that prompt; see ``opensWithoutUser(_:)``). Any other prompt is
+    /// dismissed, never run: it could open a window.
     func usableDefaultCollection() throws(StoreUnavailable) -> String {
         var error: UnsafeMutablePointer<GError>?
         let collection = library.secretCollectionForAliasSync(
@@ -538,21 +613,194 @@ private final class SecretServiceCall {
             throw StoreUnavailable(
                 .serviceError,
                 """
-                secret-service: the Secret Service has no default collection (no login keyring \
+                secret-service: \(provider.name) has no default collection (no login keyring \
                 was ever created), found while \(operation); create one, for example in Passwords and Keys
                 """)
         }
         owned.append(UnsafeMutableRawPointer(collection))
-        if library.secretCollectionGetLocked(collection) != 0 {
+        let path = String(cString: library.gDBusProxyGetObjectPath(collection)!)
+        if library.secretCollectionGetLocked(collection) != 0, try !unlockWithoutPrompt(path) {
             throw StoreUnavailable(
                 .locked,
                 """
-                secret-service: the default Secret Service collection is locked, found while \
-                \(operation); unlock the keyring (logging in to the desktop usually does) and try again
+                secret-service: \(provider.name)'s default collection is locked, found while \(operation); \
+                unlocking it needs the user, and the library never asks: \(provider.unlockRemedy)
                 """)
         }
-        let proxy = UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self)
-        return String(cString: library.gDBusProxyGetObjectPath(proxy)!)
+        return path
+    }
+
+    /// Asks the provider to unlock `collection` and says whether it is unlocked
+    /// afterwards; a prompt that would ask the user is dismissed, never shown.
+    private func unlockWithoutPrompt(_ collection: String) throws(StoreUnavailable) -> Bool {
+        let paths = library.gVariantNewArray(
+            nil, [library.gVariantNewObjectPath(collection)], 1)
+        guard
+            let reply = try callSecretService(
+                "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock", [paths], replyType: "(aoo)")
+        else { return false }
+        defer { library.gVariantUnref(reply) }
+        let promptValue = library.gVariantGetChildValue(reply, 1)
+        defer { library.gVariantUnref(promptValue) }
+        guard let promptPath = library.gVariantGetString(promptValue, nil) else { return false }
+        let prompt = String(cString: promptPath)
+        if prompt != "/" {
+            let completed = try opensWithoutUser(collection) ? run(prompt) : false
+            if !completed {
+                // Best effort: a prompt left undismissed opens nothing either.
+                if let dismissed = try? callSecretService(prompt, "org.freedesktop.Secret.Prompt", "Dismiss", [], replyType: "()") {
+                    library.gVariantUnref(dismissed)
+                }
+                return false
+            }
+        }
+        // The proxy's cached property may lag behind: ask again.
+        guard let value = try property("Locked", of: collection, interface: "org.freedesktop.Secret.Collection") else { return false }
+        defer { library.gVariantUnref(value) }
+        let boolean = library.gVariantTypeNew("b")
+        defer { library.gVariantTypeFree(boolean) }
+        return library.gVariantIsOfType(value, boolean) != 0 && library.gVariantGetBoolean(value) == 0
+    }
+
+    /// Whether the prompt of an `Unlock` of `collection` completes without asking
+    /// the user. Only known for KWallet: its prompt opens the collection's wallet
+    /// through kwalletd, which asks for nothing when the wallet is open already
+    /// (pam_kwallet opened it at login) and applications need no permission to
+    /// open it (kwalletd's "Prompt on Open", off by default). Any other prompt may
+    /// show a dialog, so it is not run.
+    private func opensWithoutUser(_ collection: String) throws(StoreUnavailable) -> Bool {
+        guard provider.kind == .kWallet,
+            let labelValue = try property("Label", of: collection, interface: "org.freedesktop.Secret.Collection")
+        else { return false }
+        defer { library.gVariantUnref(labelValue) }
+        let stringType = library.gVariantTypeNew("s")
+        defer { library.gVariantTypeFree(stringType) }
+        guard library.gVariantIsOfType(labelValue, stringType) != 0, let label = library.gVariantGetString(labelValue, nil)
+        else { return false }
+        for daemon in ["org.kde.kwalletd5", "org.kde.kwalletd6"] {
+            let path = "/modules/" + daemon.dropFirst("org.kde.".count)
+            guard
+                let reply = try? call(
+                    daemon, path, "org.kde.KWallet", "isOpen", [library.gVariantNewString(label)], replyType: "(b)")
+            else { continue }
+            defer { library.gVariantUnref(reply) }
+            let open = library.gVariantGetChildValue(reply, 0)
+            defer { library.gVariantUnref(open) }
+            return library.gVariantGetBoolean(open) != 0
+        }
+        return false
+    }
+
+    /// Runs a prompt that is known to need no user (see ``opensWithoutUser(_:)``) and waits for its
+    /// `Completed` signal, within the call's deadline.
+    ///
+    /// - Returns: Whether it completed without being dismissed.
+    private func run(_ prompt: String) throws(StoreUnavailable) -> Bool {
+        final class Completion {
+            var done = false
+            var dismissed = true
+        }
+        let completion = Completion()
+        let box = Unmanaged.passRetained(completion)
+        let subscription = library.gDBusConnectionSignalSubscribe(
+            connection, nil, "org.freedesktop.Secret.Prompt", "Completed", prompt, nil, 0,
+            { _, _, _, _, _, parameters, userData in
+                guard let userData else { return }
+                let completion = Unmanaged<Completion>.fromOpaque(userData).takeUnretainedValue()
+                completion.done = true
+                // (b dismissed, v result); anything else counts as dismissed.
+                guard case .success(let library) = LibSecret.loaded, let parameters,
+                    library.gVariantNChildren(parameters) >= 1
+                else { return }
+                let dismissed = library.gVariantGetChildValue(parameters, 0)
+                defer { library.gVariantUnref(dismissed) }
+                let boolean = library.gVariantTypeNew("b")
+                defer { library.gVariantTypeFree(boolean) }
+                completion.dismissed = library.gVariantIsOfType(dismissed, boolean) == 0 || library.gVariantGetBoolean(dismissed) != 0
+            }, box.toOpaque(), { userData in if let userData { Unmanaged<AnyObject>.fromOpaque(userData).release() } })
+        defer { library.gDBusConnectionSignalUnsubscribe(connection, subscription) }
+        guard
+            let reply = try callSecretService(
+                prompt, "org.freedesktop.Secret.Prompt", "Prompt", [library.gVariantNewString("")], replyType: "()")
+        else { return false }
+        library.gVariantUnref(reply)
+        while !completion.done && !timer.fired {
+            _ = library.gMainContextIteration(context, 1)
+        }
+        if timer.fired { throw failure(nil) }
+        return !completion.dismissed
+    }
+
+    /// Reads a property of an object of the Secret Service (or of `destination`).
+    ///
+    /// - Returns: The value (to be unreffed), or nil when there is no such property.
+    func property(
+        _ name: String, of path: String, interface: String, destination: String = "org.freedesktop.secrets"
+    ) throws(StoreUnavailable) -> OpaquePointer? {
+        guard
+            let reply = try call(
+                destination, path, "org.freedesktop.DBus.Properties", "Get",
+                [library.gVariantNewString(interface), library.gVariantNewString(name)], replyType: "(v)")
+        else { return nil }
+        defer { library.gVariantUnref(reply) }
+        let boxed = library.gVariantGetChildValue(reply, 0)
+        defer { library.gVariantUnref(boxed) }
+        return library.gVariantGetVariant(boxed)
+    }
+
+    /// Calls a method of the Secret Service on this call's connection, under its deadline.
+    ///
+    /// - Returns: The reply, checked against `replyType`, or nil when the service has
+    ///   no such method (an older provider); other errors throw.
+    private func callSecretService(
+        _ path: String, _ interface: String, _ method: String, _ arguments: [OpaquePointer?], replyType: String
+    ) throws(StoreUnavailable) -> OpaquePointer? {
+        try call("org.freedesktop.secrets", path, interface, method, arguments, replyType: replyType)
+    }
+
+    func call(
+        _ destination: String, _ path: String, _ interface: String, _ method: String, _ arguments: [OpaquePointer?],
+        replyType: String
+    ) throws(StoreUnavailable) -> OpaquePointer? {
+        let parameters = library.gVariantNewTuple(arguments, gsize(arguments.count))
+        let type = library.gVariantTypeNew(replyType)
+        defer { library.gVariantTypeFree(type) }
+        var error: UnsafeMutablePointer<GError>?
+        // No auto-start: the Secret Service is already known to answer.
+        let reply = library.gDBusConnectionCallSync(
+            connection, destination, path, interface, method, parameters, type, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1,
+            timer.cancellable, &error)
+        if let reply { return reply }
+        if let error, error.pointee.domain == library.gDBusErrorQuark(),
+            error.pointee.code == Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue)
+        {
+            library.gErrorFree(error)
+            return nil
+        }
+        throw failure(error)
+    }
+
+    // MARK: The provider
+
+    /// Which program provides the Secret Service, asked once per call: the owner
+    /// of `org.freedesktop.secrets`, by its process's name.
+    private(set) lazy var provider: SecretServiceProvider = {
+        guard
+            let reply = try? call(
+                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                [library.gVariantNewString("org.freedesktop.secrets")], replyType: "(u)")
+        else { return SecretServiceProvider(processName: nil) }
+        defer { library.gVariantUnref(reply) }
+        let pidValue = library.gVariantGetChildValue(reply, 0)
+        defer { library.gVariantUnref(pidValue) }
+        let pid = library.gVariantGetUint32(pidValue)
+        return SecretServiceProvider(processName: SecretServiceProvider.processName(pid: pid))
+    }()
+
+    /// Where the provider keeps what it was asked to delete, or nil.
+    func keptCopies(of labels: [String]) -> String? {
+        guard !labels.isEmpty else { return nil }
+        return provider.keptCopies(of: labels)
     }
 
     /// Creates or replaces the vendor's item in the collection at `collectionPath`.
@@ -581,20 +829,17 @@ private final class SecretServiceCall {
         }
     }
 
+    /// The failure for an item that is locked although its collection is not: the
+    /// provider keeps it from this client until the user allows it.
     func lockedItem() -> StoreUnavailable {
-        StoreUnavailable(
-            .locked,
-            """
-            secret-service: the Secret Service item of \(vendor) is locked, found while \(operation); \
-            unlock the keyring (logging in to the desktop usually does) and try again
-            """)
+        StoreUnavailable(.locked, provider.accessConfirmationMessage(vendor: vendor, operation: operation))
     }
 
     // MARK: Errors
 
-    /// Classifies and frees a GError of this call.
+    /// Classifies and frees a GError of this call; a refusal for a lock names the provider and its remedy.
     private func failure(_ error: UnsafeMutablePointer<GError>?) -> StoreUnavailable {
-        Self.failure(error, timer: timer, operation: operation, library: library)
+        Self.failure(error, timer: timer, operation: operation, library: library) { [self] in provider }
     }
 
     private static func connectFailure(
@@ -611,7 +856,7 @@ private final class SecretServiceCall {
     /// Classifies and frees a GError.
     private static func failure(
         _ error: UnsafeMutablePointer<GError>?, timer: DeadlineTimer,
-        operation: String, library: LibSecret
+        operation: String, library: LibSecret, provider: (() -> SecretServiceProvider)? = nil
     ) -> StoreUnavailable {
         if timer.fired { return timeout(timer: timer, operation: operation, error, library: library) }
         guard let error else {
@@ -641,11 +886,12 @@ private final class SecretServiceCall {
         if (domain == library.secretErrorGetQuark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
             || remote == "org.freedesktop.Secret.Error.IsLocked"
         {
+            let provider = provider?() ?? SecretServiceProvider(processName: nil)
             return StoreUnavailable(
                 .locked,
                 """
-                secret-service: locked while \(operation) (\(message)); \
-                unlock the keyring (logging in to the desktop usually does) and try again
+                secret-service: \(provider.name) refused, locked, while \(operation) (\(message)); \
+                \(provider.unlockRemedy)
                 """)
         }
         if isDBus(G_DBUS_ERROR_NO_REPLY, "NoReply") {

@@ -1,1 +1,0 @@
-/usr/include/glib-2.0/gmodule.h

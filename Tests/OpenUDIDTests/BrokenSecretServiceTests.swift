@@ -1,0 +1,39 @@
+import Foundation
+import OpenUDIDKit
+import TestSupport
+import Testing
+
+/// A Secret Service that answers garbage, dies mid-call or never answers costs at
+/// most the mirror's deadline and never the identifier the app already has.
+@Suite struct BrokenSecretServiceTests {
+    @Test(arguments: [FakeSecretService.Behaviour.garbage, .vanishOnCall, .silent])
+    func aBrokenProviderCostsAtMostTheDeadlineAndNoData(_ behaviour: FakeSecretService.Behaviour) throws {
+        let service = try FakeSecretService(behaviour)
+        let environment = service.environment()
+        // The app's identifier, kept before the broken provider is asked.
+        let first = try runCommand(
+            Tools.product("openudid"), ["get", "--app", "com.acme.notes", "--mirror", "file", "--no-display"], environment: environment)
+        #expect(first.status == 0, "\(first.standardError)")
+
+        let started = ContinuousClock.now
+        let result = try runCommand(
+            Tools.product("openudid"),
+            ["get", "--app", "com.acme.notes", "--mirror", "secret-service", "--no-display", "--json"], environment: environment,
+            timeout: 60)
+        let elapsed = ContinuousClock.now - started
+        #expect(result.status == 0, "\(result.standardError)")
+        // The deadline is 2 s per call; a get makes a few, and the machine may be busy.
+        #expect(elapsed < .seconds(10), "\(elapsed)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect(report["id"] as? String == first.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        let mirror = (report["sources"] as? [[String: Any]])?.first { $0["name"] as? String == "mirror" }
+        #expect(mirror?["state"] as? String == "unavailable", "\(String(describing: mirror))")
+
+        let store = SecretServiceMirror(busAddress: service.address)
+        #expect(throws: StoreUnavailable.self) { try store.write(Data("never".utf8), vendor: "com.acme") }
+        guard case .unavailable = store.read(vendor: "com.acme") else {
+            Issue.record("a broken provider's answer is unknown, never absent")
+            return
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import DesktopSandbox
+import Foundation
+
+/// A broken Secret Service on a private session bus, for one test: a small GIO
+/// program (Python, PyGObject) that owns `org.freedesktop.secrets` and answers
+/// every call wrongly, dies at its first call, or never answers.
+public final class FakeSecretService: Sendable {
+    /// How the service misbehaves.
+    public enum Behaviour: String, Sendable {
+        /// Every method answers a string where an object path or a list is due, every property is a string.
+        case garbage
+        /// It quits in the middle of its first call, without answering.
+        case vanishOnCall = "vanish-on-call"
+        /// It takes calls and never answers them.
+        case silent
+    }
+
+    /// The private HOME and XDG directories.
+    public let home: PrivateHome
+    private let bus: SessionBus
+    private let service: ChildProcess
+
+    /// The bus address, as `DBUS_SESSION_BUS_ADDRESS` holds it.
+    public var address: String { bus.address }
+
+    /// Starts a bus and the service, and waits until the service owns its name.
+    ///
+    /// - Throws: `HarnessError` when no python3 with PyGObject is installed
+    ///   (scripts/bootstrap installs python3-gi) or the service does not come up.
+    public init(_ behaviour: Behaviour, timeout: TimeInterval = 20) throws {
+        home = try PrivateHome()
+        bus = try SessionBus(home: home.home, timeout: timeout)
+        // PyGObject is installed for the system's python3, which a python3 earlier on PATH may not see.
+        let candidates = [try? Tools.find("python3").path, "/usr/bin/python3"].compactMap { $0 }
+        guard
+            let python = candidates.first(where: { candidate in
+                (try? DesktopSandbox.runCommand(candidate, ["-c", "import gi"], environment: [:], timeout: 20).status) == 0
+            })
+        else { throw HarnessError("no python3 with PyGObject (gi) is installed; run scripts/bootstrap") }
+        service = try ChildProcess(python, ["-c", Self.script, behaviour.rawValue], environment: bus.environment(), reading: .onDemand)
+        guard service.nextLine(timeout: timeout) == "ready" else {
+            throw HarnessError("the fake Secret Service did not start: \(service.standardError)")
+        }
+    }
+
+    /// The environment of a process on this bus, plus `extra`.
+    public func environment(extra: [String: String] = [:]) -> [String: String] { bus.environment(extra: extra) }
+
+    private static let script = """
+        import os, sys
+        import gi
+        gi.require_version('Gio', '2.0')
+        from gi.repository import Gio, GLib
+        behaviour = sys.argv[1]
+        XML = '''<node><interface name="org.freedesktop.Secret.Service">
+         <method name="OpenSession"><arg type="s" direction="in"/><arg type="v" direction="in"/><arg type="s" direction="out"/></method>
+         <method name="ReadAlias"><arg type="s" direction="in"/><arg type="s" direction="out"/></method>
+         <method name="SearchItems"><arg type="a{ss}" direction="in"/><arg type="s" direction="out"/></method>
+         <method name="Unlock"><arg type="ao" direction="in"/><arg type="s" direction="out"/></method>
+         <property name="Collections" type="s" access="read"/>
+        </interface></node>'''
+        interface = Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0]
+        pending = []
+        def call(connection, sender, path, name, method, parameters, invocation):
+            if behaviour == 'vanish-on-call': os._exit(0)
+            if behaviour == 'silent': pending.append(invocation); return
+            invocation.return_value(GLib.Variant('(s)', ('garbage \\u00e9 \\x01',)))
+        def get_property(connection, sender, path, name, property):
+            if behaviour == 'silent': GLib.usleep(3600 * 1000000)
+            return GLib.Variant('s', 'garbage')
+        def acquired(connection, name):
+            connection.register_object('/org/freedesktop/secrets', interface, call, get_property, None)
+        def owned(connection, name):
+            print('ready', flush=True)
+        Gio.bus_own_name(Gio.BusType.SESSION, 'org.freedesktop.secrets', Gio.BusNameOwnerFlags.NONE, acquired, owned, None)
+        GLib.MainLoop().run()
+        """
+
+    deinit {
+        service.kill9()
+        bus.stop()
+    }
+}
