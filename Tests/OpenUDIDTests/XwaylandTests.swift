@@ -13,6 +13,11 @@ import Testing
     /// Three apps of two vendors, each in a home of its own (no file or
     /// mirror to share), on weston's Xwayland display: only the selections
     /// can bring them together.
+    ///
+    /// They start one after another, each once the one before serves its slot:
+    /// an app that starts on an empty disk takes the live tier's vote, but one
+    /// with a record of its own in its files keeps it (docs/PROTOCOL.md §6.1),
+    /// so apps of separate homes started at the same moment need not agree.
     private func startApps(_ weston: PrivateWeston) throws -> (sessions: [TestSession], participants: [Participant]) {
         let namespace = "t" + String(UUID().uuidString.prefix(8))
         let sessions = try Self.apps.map { _ in
