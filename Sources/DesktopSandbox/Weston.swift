@@ -70,9 +70,9 @@ public final class Weston: @unchecked Sendable {
         var number: Int?
         let up = waitUntil(timeout: max(0, deadline.timeIntervalSinceNow), interval: 0.01) {
             number = Self.displayNumber(in: Self.read(logPath))
-            return number != nil && FileManager.default.fileExists(atPath: socketPath) || !guardian.isRunning
+            return number != nil && FileManager.default.fileExists(atPath: socketPath) || !Self.isAlive(pid)
         }
-        guard up, let number, guardian.isRunning else {
+        guard up, let number, Self.isAlive(pid) else {
             let log = Self.read(logPath).split(separator: "\n").suffix(8).joined(separator: "\n")
             guardian.closeInput()
             if guardian.wait(timeout: 5) == nil {
@@ -191,7 +191,7 @@ public final class Weston: @unchecked Sendable {
     // MARK: - Life and death
 
     /// Whether weston still runs.
-    public var isRunning: Bool { lock.withLock { guardian?.isRunning == true && Foundation.kill(pid, 0) == 0 } }
+    public var isRunning: Bool { lock.withLock { guardian?.isRunning == true && Self.isAlive(pid) } }
 
     /// Stops weston politely (SIGTERM), which ends Xwayland and weston's own
     /// clients with it, waits for them, and removes weston's directory.
@@ -215,8 +215,14 @@ public final class Weston: @unchecked Sendable {
 
     /// Whether `pid` is a running Xwayland (not a process that took its number since).
     private static func isXwayland(_ pid: pid_t) -> Bool {
+        isAlive(pid) && read("/proc/\(pid)/status").hasPrefix("Name:\tXwayland")
+    }
+
+    /// Whether `pid` runs: a process that ended stays a zombie until its
+    /// parent (the guard, or weston) reaps it, and `kill(pid, 0)` still finds it then.
+    private static func isAlive(_ pid: pid_t) -> Bool {
         let status = read("/proc/\(pid)/status")
-        return status.hasPrefix("Name:\tXwayland") && !status.contains("State:\tZ")
+        return !status.isEmpty && !status.contains("State:\tZ")
     }
 
     deinit { stop() }
