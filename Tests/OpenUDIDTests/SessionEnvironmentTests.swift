@@ -5,7 +5,7 @@ import Testing
 @testable import OpenUDIDKit
 
 /// A report says what about the session limits sharing: a Flatpak sandbox, a
-/// Wayland session without Xwayland, no X display, an X server that cannot be
+/// Wayland session without DISPLAY, no X display, an X server that cannot be
 /// reached (`environment` in `openudid get --json`).
 @Suite struct SessionEnvironmentTests {
     private func notes(_ report: [String: Any]) -> [String: String] {
@@ -32,7 +32,7 @@ import Testing
         #expect(detail.contains("xdg-data/openudid"))
     }
 
-    @Test func aWaylandSessionWithoutXwaylandSaysSelectionsAreGone() throws {
+    @Test func aWaylandSessionWithoutDisplaySaysSelectionsAreOutOfReach() throws {
         let session = try TestSession(display: nil, extraEnvironment: ["WAYLAND_DISPLAY": "wayland-0"])
         let found = notes(try session.report("com.acme.notes", ["--mirror", "none"]))
         #expect(found.keys.sorted() == ["wayland-without-x"])

@@ -41,12 +41,17 @@ enum SessionEnvironment {
             let display = configuration.displayName
             let selections = sources.first { $0.name == "selections" }?.state
             if display == nil, let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty {
+                // Without DISPLAY nothing says whether the compositor runs Xwayland
+                // (weston and GNOME start it at the first X client), so the note
+                // says what is known and where the display usually is.
                 notes.append(
                     EnvironmentNote(
                         code: "wayland-without-x",
                         detail: """
-                            a Wayland session (\(wayland)) without Xwayland: no X selections; apps share only through \
-                            their file slots and the vendor mirror
+                            a Wayland session (\(wayland)) with DISPLAY unset: the X selections cannot be reached, so \
+                            apps share only through their file slots and the vendor mirror; a Wayland desktop usually \
+                            exports its compositor's Xwayland display, when it has one, as DISPLAY, and an app started \
+                            with it takes part in the selections
                             """))
             } else if display == nil {
                 notes.append(
