@@ -35,10 +35,14 @@ let package = Package(
     ],
     targets: [
         // C boundaries: module maps and shim headers, nothing else.
+        // Two modules: CX11 (libxcb and its XFixes, for XSelection) and CXlib
+        // (libX11, for the example text window and the raw test client). Only
+        // libxcb's flags come from pkg-config, so that what links XSelection
+        // alone (libopenudid) does not link libX11.
         .systemLibrary(
             name: "CX11",
-            pkgConfig: "x11 xfixes x11-xcb xcb",
-            providers: [.apt(["libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
+            pkgConfig: "xcb xcb-xfixes",
+            providers: [.apt(["libxcb1-dev", "libxcb-xfixes0-dev", "libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
         ),
         // The few GLib, GIO and libsecret types and constants OpenUDIDKit uses,
         // declared in the project's own shim.h, and nothing to link: OpenUDIDKit

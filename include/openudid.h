@@ -51,6 +51,12 @@
  *   (or uses openudid_participate_async) or accepts that pause once at
  *   start-up (later calls use the cached value).
  * - The library never prints and never exits the process.
+ * - fork(). A handle belongs to the process that opened it. In a child made
+ *   by fork() every call with an inherited handle returns OPENUDID_EINVAL at
+ *   once, and openudid_close() leaves it alone (the parent's participation
+ *   goes on untouched); openudid_open() returns OPENUDID_EINVAL too, since
+ *   the threads the library runs on are the parent's. A child that wants
+ *   the identifier calls exec() first.
  */
 #ifndef OPENUDID_H
 #define OPENUDID_H

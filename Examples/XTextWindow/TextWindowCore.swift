@@ -1,4 +1,4 @@
-import CX11
+import CXlib
 import Foundation
 import XSelection
 
@@ -27,7 +27,7 @@ final class TextWindowCore {
         var descent: Int { Int(info.pointee.descent) }
     }
 
-    let connection: Connection
+    let connection: DisplayConnection
     let window: UInt
     var stopRequested = false
 
@@ -62,7 +62,7 @@ final class TextWindowCore {
     private static let leading = 4
 
     init(display: String?, setup: Setup, events: AsyncStream<TextWindow.Event>.Continuation) throws(XSelectionError) {
-        connection = try Connection(name: display)
+        connection = try DisplayConnection(name: display)
         let d = connection.display
         self.events = events
         self.foreground = setup.foreground

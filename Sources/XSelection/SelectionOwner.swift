@@ -94,6 +94,12 @@ public final class SelectionOwner: Sendable {
 
     /// Connects to `display` (or `$DISPLAY`) and starts the serving thread.
     ///
+    /// Opening takes at most two seconds: a server that does not answer the
+    /// connection set-up by then (another client holds a server grab, or the
+    /// server is stopped) is a `timedOut` error, and a server that refuses
+    /// the connection (at its client limit) a `cannotOpen` error with the
+    /// server's reason. Nothing is printed.
+    ///
     /// - Throws: `XSelectionError` naming the display when it cannot be opened.
     public init(display: String? = nil, options: Options = Options()) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -224,7 +230,8 @@ public final class SelectionOwner: Sendable {
     }
 
     private func perform<T: Sendable>(_ body: @escaping @Sendable (OwnerCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
-        try thread.perform(body, onTimeout: .timedOut(display, "the owner thread"), onStopped: .connectionLost(display))
+        if thread.isInherited { throw .inheritedAcrossFork(display, parent: thread.process) }
+        return try thread.perform(body, onTimeout: .timedOut(display, "the owner thread"), onStopped: .connectionLost(display))
     }
 }
 

@@ -80,12 +80,21 @@ public final class SelectionReader: @unchecked Sendable {
 
     /// Connects to `display` (or `$DISPLAY`).
     ///
+    /// Opening takes at most two seconds: a server that does not answer the
+    /// connection set-up by then (another client holds a server grab, or the
+    /// server is stopped) is a `timedOut` error, and a server that refuses
+    /// the connection (at its client limit) a `cannotOpen` error with the
+    /// server's reason. Nothing is printed.
+    ///
     /// - Throws: `XSelectionError` naming the display when it cannot be opened.
     public init(display: String? = nil) throws(XSelectionError) {
         let core = try withBrokenPipesIgnored { () throws(XSelectionError) in try ReaderCore(display: display) }
         self.core = core
         self.display = core.connection.name
     }
+
+    /// The process that opened the connection; see `XSelectionError.Kind.inheritedAcrossFork`.
+    private let process = getpid()
 
     /// Reads `selections` converted to `target` in one pipelined pass.
     ///
@@ -137,6 +146,9 @@ public final class SelectionReader: @unchecked Sendable {
 
     /// Closes the connection; later calls throw `closed`.
     public func close() {
+        // A child of a fork leaves the parent's connection alone: the lock may
+        // be held by a parent thread that the child does not have.
+        guard getpid() == process else { return }
         withBrokenPipesIgnored {
             lock.withLock { _ in
                 core?.connection.close()
@@ -147,7 +159,8 @@ public final class SelectionReader: @unchecked Sendable {
 
     private func withCore<T>(_ body: (ReaderCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
         // The reader talks to the server on the caller's thread.
-        try withBrokenPipesIgnored { () throws(XSelectionError) -> T in
+        guard getpid() == process else { throw .inheritedAcrossFork(display, parent: process) }
+        return try withBrokenPipesIgnored { () throws(XSelectionError) -> T in
             try lock.withLock { _ throws(XSelectionError) in
                 guard let core else { throw .closed(display) }
                 return try body(core)

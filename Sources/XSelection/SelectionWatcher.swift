@@ -1,4 +1,5 @@
 import CX11
+import Glibc
 
 /// Reports, through XFixes, when the owner of any of a set of selections
 /// changes, when an owner's window is destroyed, and when an owner's client
@@ -35,6 +36,8 @@ public final class SelectionWatcher: Sendable {
     private let thread: ServiceThread<WatcherCore>
 
     /// Connects to `display` (or `$DISPLAY`) and starts watching `selections`.
+    ///
+    /// Opening takes at most two seconds, as for `SelectionReader.init(display:)`.
     ///
     /// - Throws: `XSelectionError` when the display cannot be opened or lacks XFixes.
     public init(display: String? = nil, selections: [SelectionName]) throws(XSelectionError) {
@@ -82,17 +85,16 @@ final class WatcherCore {
         connection = try Connection(name: display)
         self.selections = selections
         self.events = events
-        guard let eventBase = connection.setUpFixes() else { throw .missingFixes(connection.name) }
+        guard let eventBase = try connection.setUpFixes() else { throw .missingFixes(connection.name) }
         self.eventBase = eventBase
     }
 
     /// Subscribes to every selection, then reads the current owners.
     func subscribe() throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
         let atoms = try connection.atoms(selections.map(\.rawValue))
-        let mask = UInt(XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
         for (name, atom) in zip(selections, atoms) {
             names[atom] = name
-            XFixesSelectSelectionInput(connection.display, connection.root, atom, mask)
+            connection.selectOwnerChanges(of: atom, on: connection.root, true)
         }
         let owners = try connection.selectionOwners(atoms, deadline: .now + .seconds(5))
         return Dictionary(uniqueKeysWithValues: zip(selections, owners))
@@ -104,8 +106,9 @@ final class WatcherCore {
                 events.yield(.connectionLost(.connectionLost(connection.name)))
                 break
             }
-            while connection.pending() > 0 {
-                handle(connection.nextEvent())
+            while let raw = connection.pollEvent() {
+                handle(raw)
+                free(raw)
             }
             guard connection.isAlive else { continue }
             let ready = connection.waitReadable(until: nil, extraFD: thread.wakePipe.readFD)
@@ -115,24 +118,22 @@ final class WatcherCore {
         events.finish()
     }
 
-    private func handle(_ event: XEvent) {
-        guard event.type == eventBase + XFixesSelectionNotify else { return }
-        var copy = event
-        let notify = withUnsafePointer(to: &copy) {
-            $0.withMemoryRebound(to: XFixesSelectionNotifyEvent.self, capacity: 1) { $0.pointee }
-        }
-        guard let name = names[notify.selection] else { return }
+    private func handle(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) {
+        // From the server alone: any client may send an event to the root window.
+        guard Int32(raw.pointee.response_type) == eventBase + XCB_XFIXES_SELECTION_NOTIFY else { return }
+        let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
+        guard let name = names[UInt(notify.selection)] else { return }
         let change: SelectionWatcher.Change
-        switch notify.subtype {
-        case XFixesSetSelectionOwnerNotify:
-            let owner = notify.owner
+        switch UInt32(notify.subtype) {
+        case XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue:
+            let owner = UInt(notify.owner)
             change = .newOwner(
                 owner == 0
                     ? nil
                     : SelectionHolder(
                         window: XWindow(UInt32(truncatingIfNeeded: owner)),
                         client: connection.client(of: owner)))
-        case XFixesSelectionWindowDestroyNotify:
+        case XCB_XFIXES_SELECTION_EVENT_SELECTION_WINDOW_DESTROY.rawValue:
             change = .ownerWindowDestroyed
         default:
             change = .ownerClientClosed

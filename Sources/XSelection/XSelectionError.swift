@@ -27,6 +27,10 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
         public static let closed = Kind(rawValue: "closed")
         /// The server rejected a request of ours.
         public static let protocolError = Kind(rawValue: "protocolError")
+        /// The object was made by another process, of which this one is a
+        /// child made by `fork()`: its connection is the parent's. Open a new
+        /// one in the child.
+        public static let inheritedAcrossFork = Kind(rawValue: "inheritedAcrossFork")
 
         /// The stable name.
         public var description: String { rawValue }
@@ -39,7 +43,7 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
     /// One sentence naming the display and the remedy.
     public let message: String
 
-    init(_ kind: Kind, display: String, _ message: String) {
+    package init(_ kind: Kind, display: String, _ message: String) {
         self.kind = kind
         self.display = display
         self.message = message
@@ -47,16 +51,37 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
 
     public var description: String { message }
 
-    static func noDisplay() -> XSelectionError {
+    package static func noDisplay() -> XSelectionError {
         XSelectionError(
             .noDisplay, display: "",
             "no X display given: set DISPLAY or pass a display name such as \":0\"")
     }
 
-    static func cannotOpen(_ display: String) -> XSelectionError {
+    package static func cannotOpen(_ display: String) -> XSelectionError {
         XSelectionError(
             .cannotOpen, display: display,
             "cannot open X display \"\(display)\": no server is listening there or access was refused; check DISPLAY and XAUTHORITY, or pass another display"
+        )
+    }
+
+    static func refused(_ display: String, reason: String) -> XSelectionError {
+        XSelectionError(
+            .cannotOpen, display: display,
+            "cannot open X display \"\(display)\": the server refused the connection (\(reason)); check DISPLAY and XAUTHORITY, or close other clients of that display"
+        )
+    }
+
+    static func setUpTimedOut(_ display: String, after limit: Duration) -> XSelectionError {
+        XSelectionError(
+            .timedOut, display: display,
+            "X display \"\(display)\" did not answer the connection set-up within \(limit); another client may hold a server grab, or the server is stopped"
+        )
+    }
+
+    static func inheritedAcrossFork(_ display: String, parent: Int32) -> XSelectionError {
+        XSelectionError(
+            .inheritedAcrossFork, display: display,
+            "this connection to X display \"\(display)\" belongs to process \(parent), of which this process is a child made by fork(); open a new one in the child"
         )
     }
 
@@ -72,7 +97,7 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
             .missingExtension, display: display, "X display \"\(display)\" lacks the XFixes extension, which watching selections needs")
     }
 
-    static func closed(_ display: String) -> XSelectionError {
+    package static func closed(_ display: String) -> XSelectionError {
         XSelectionError(.closed, display: display, "the connection to X display \"\(display)\" was closed by its owner")
     }
 

@@ -5,7 +5,14 @@ import COpenUDID
 import FoundationEssentials
 import Glibc
 import OpenUDIDKit
+import Synchronization
 import XSelection
+
+/// The process that opened the first handle. Its threads (libdispatch's
+/// pool, the Swift runtime's, the library's own) are not in a child made by
+/// `fork()`, whose calls would wait for them forever: such a child opens no
+/// handle before `exec()`. Atomic, as a lock could be held at the fork.
+private let openingProcess = Atomic<Int32>(0)
 
 /// Opens a handle for `openudid_open` and `openudid_open_with`.
 private func open(
@@ -15,6 +22,13 @@ private func open(
     out?.pointee = nil
     return status { () throws(CallFailure) in
         let out = try required(out, "out", of: function)
+        let (first, opener) = openingProcess.compareExchange(expected: 0, desired: getpid(), ordering: .relaxed)
+        guard first || opener == getpid() else {
+            throw CallFailure(
+                .invalidArgument,
+                "\(function): this process is a child, made by fork(), of process \(opener), which uses the library; call exec() before opening a handle"
+            )
+        }
         let app = try text(app, "app", of: function, required: true)!
         let vendor = try text(vendor, "vendor", of: function)
         var configuration = OpenUDID.Configuration()
@@ -63,5 +77,8 @@ public func openudid_open_with(
 /// `openudid_close`: ends the participation and frees the handle; NULL, closed and unknown handles are ignored.
 @c @implementation
 public func openudid_close(_ pointer: OpaquePointer?) {
+    // A child of a fork keeps the parent's handles as they are: freeing one
+    // would stop a participation whose threads only the parent has.
+    if let inherited = handleRegistry.object(pointer), inherited.process != getpid() { return }
     handleRegistry.remove(pointer)?.close()
 }

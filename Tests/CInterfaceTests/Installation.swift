@@ -82,7 +82,7 @@ final class Installation: Sendable {
     static let strictC = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
     static let strictCxx = ["-std=c++11", "-Wall", "-Wextra", "-pedantic", "-Werror"]
 
-    /// The C client, the C++ client and the bad-input program, compiled once.
+    /// The C client, the C++ client, the bad-input program and the threaded host, compiled once.
     static let client = Result { try compiled("client.c", "cc", strictC, "client") }
     static let clientCxx = Result { try compiled("client.cpp", "c++", strictCxx, "client-cxx") }
     static let badInput = Result { try compiled("bad-input.c", "cc", strictC, "bad-input") }
@@ -101,6 +101,7 @@ final class Installation: Sendable {
     }
     /// The program whose callback blocks while it closes its handle.
     static let blockingClose = Result { try compiled("blocking-close.c", "cc", strictC + ["-pthread"], "blocking-close") }
+    static let threadedHost = Result { try compiled("threaded-host.c", "cc", strictC + ["-pthread"], "threaded-host") }
 
     private static func compiled(_ source: String, _ compiler: String, _ flags: [String], _ output: String) throws -> URL {
         let installation = try shared.get()

@@ -4,37 +4,38 @@ import Glibc
 
 /// Reading events and replies through libxcb, a bounded amount at a time.
 ///
-/// libX11 reads everything the server has sent whenever it looks for events
-/// (`XPending`) or waits for a reply (`_XReply`, which it also runs by itself
-/// every 65,000 requests or so to keep its sequence numbers straight). Behind
-/// a flood that is the whole backlog the server holds for us: hundreds of
-/// megabytes of queued events, never given back. libxcb reads at most one
-/// buffer (4 KiB) per call, so code that takes events from it one at a time
-/// holds only what it is working on, and the rest waits in the server.
+/// libxcb reads at most one buffer (4 KiB) per call, so code that takes
+/// events from it one at a time holds only what it is working on, and the
+/// rest of a flood waits in the server. (libX11 reads everything the server
+/// has sent whenever it looks for events or waits for a reply: behind a flood,
+/// hundreds of megabytes never given back.)
 extension Connection {
     /// Takes the next event or error, reading once from the socket if none is queued.
     ///
     /// The caller frees the result with `free`.
     func pollEvent() -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        if let raw = takeHeld() { return raw }
         guard isAlive else { return nil }
         return xcb_poll_for_event(xcb)
     }
 
     /// Takes the next event or error libxcb has already read, without reading.
     func pollQueuedEvent() -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        if let raw = takeHeld() { return raw }
         guard isAlive else { return nil }
         return xcb_poll_for_queued_event(xcb)
     }
 
     /// Waits for the reply to request `sequence`, handing every event that
-    /// arrives first to `event` as it comes, so nothing piles up while waiting.
+    /// arrives first to `event` as it comes (or holding it for `pollEvent`
+    /// when `event` is nil), so nothing piles up in libxcb while waiting.
     ///
     /// - Returns: The reply (free it with `free`), or nil when the server
     ///   answered with an error.
     /// - Throws: `timedOut` at `deadline`, `connectionLost` when the server is gone.
     func reply(
         to sequence: UInt32, deadline: ContinuousClock.Instant, what: String,
-        event: (UnsafeMutablePointer<xcb_generic_event_t>) -> Void
+        event: ((UnsafeMutablePointer<xcb_generic_event_t>) -> Void)? = nil
     ) throws(XSelectionError) -> UnsafeMutableRawPointer? {
         xcb_flush(xcb)
         while true {
@@ -48,7 +49,7 @@ extension Connection {
             }
             var any = false
             while let next = xcb_poll_for_queued_event(xcb) {
-                event(next)
+                if let event { event(next) } else { hold(next) }
                 any = true
             }
             if any { continue }

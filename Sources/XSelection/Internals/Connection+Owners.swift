@@ -37,7 +37,7 @@ extension Connection {
                 for cookie in cookies[next...] { xcb_discard_reply(xcb, cookie) }
                 throw .timedOut(name, "selection owner queries")
             }
-            if waitReadable(until: end).x { _ = pending() }
+            _ = waitReadable(until: end)
         }
         return owners
     }
@@ -57,7 +57,7 @@ extension Connection {
                 return
             }
             guard ContinuousClock.now < deadline else { throw .timedOut(name, "a round trip") }
-            if waitReadable(until: deadline).x { _ = pending() }
+            _ = waitReadable(until: deadline)
         }
     }
 }

@@ -2,52 +2,68 @@ import CX11
 import FoundationEssentials
 import Glibc
 
-/// One connection to an X server, used by exactly one thread at a time.
+/// One connection to an X server through libxcb, used by exactly one thread
+/// at a time.
 ///
-/// It owns the `Display*` and closes it in `deinit`. It is deliberately not
-/// `Sendable`: each public object keeps its connection on its own thread or
-/// behind its own lock.
+/// Everything it knows is its own: errors come back with the replies of the
+/// requests that caused them or in its event queue, a lost server shows in
+/// `xcb_connection_has_error`, and nothing is registered process-wide, so no
+/// thread of the host ever waits on it, nor it on them. It closes itself in
+/// `deinit`. It is deliberately not `Sendable`: each public object keeps its
+/// connection on its own thread or behind its own lock.
 package final class Connection {
-    package let display: OpaquePointer
     package let name: String
     let fd: Int32
     package let root: UInt
     let xcb: OpaquePointer
     /// The bits of a resource id that a client chooses; the rest name the client.
     let resourceMask: UInt32
-    /// The largest property write in one request, in bytes.
+    /// The largest request, in bytes, the server takes without BIG-REQUESTS
+    /// (asking for that extension would wait on the server without a deadline).
     let maxRequestBytes: Int
+    /// The process that opened the connection. A child made by `fork()`
+    /// shares the socket with its parent, and a word from the child would
+    /// break the parent's conversation.
+    let process: pid_t
 
-    private let registration: UInt64
+    /// Events read while waiting for a reply, which no caller took: they come
+    /// first from `pollEvent`, as libX11's queue would give them.
+    private var held: [UnsafeMutablePointer<xcb_generic_event_t>] = []
+    private var heldHead = 0
     private var atomsByName: [String: UInt] = [:]
     private var namesByAtom: [UInt: String] = [:]
     private var closed = false
     /// Whether the server was already gone when the connection was closed.
     private var lostBeforeClose = false
 
-    /// Opens `name`, or `$DISPLAY` when `name` is nil.
+    /// How long opening a display may take: a server grabbed by another
+    /// client (or stopped) does not answer a new client's set-up at all.
+    package static let setUpLimit = Duration.seconds(2)
+
+    /// Opens `name`, or `$DISPLAY` when `name` is nil, within `setUpLimit`.
+    ///
+    /// - Throws: `noDisplay`, `cannotOpen` (nothing listens, or the server
+    ///   refused, with its reason), or `timedOut` (no answer within the limit).
     package init(name: String?) throws(XSelectionError) {
         let resolved = name ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
         guard !resolved.isEmpty else { throw .noDisplay() }
-        // Install our handlers before opening, so a failure during the
-        // connection set-up cannot reach libX11's exiting defaults.
-        guard let display = XOpenDisplay(resolved) else { throw .cannotOpen(resolved) }
-        let registration = ErrorTrap.register(display)
-        self.registration = registration
-        self.display = display
-        self.name = resolved
-        self.fd = XConnectionNumber(display)
-        self.root = XDefaultRootWindow(display)
-        guard let xcb = XGetXCBConnection(display) else {
-            XCloseDisplay(display)
-            ErrorTrap.unregister(display, registration)
-            throw .cannotOpen(resolved)
+        let limit = Self.setUpLimit
+        let opened = try ConnectionSetUp.open(resolved, deadline: .now + limit, limit: limit)
+        let xcb = opened.xcb
+        let setup = xcb_get_setup(xcb)!
+        var screens = xcb_setup_roots_iterator(setup)
+        guard opened.screen < Int(screens.rem) else {
+            xcb_disconnect(xcb)
+            throw XSelectionError(.cannotOpen, display: resolved, "X display \"\(resolved)\" has no screen \(opened.screen)")
         }
+        for _ in 0..<opened.screen { xcb_screen_next(&screens) }
         self.xcb = xcb
-        self.resourceMask = xcb_get_setup(xcb).pointee.resource_id_mask
-        let extended = XExtendedMaxRequestSize(display)
-        let units = extended > 0 ? extended : XMaxRequestSize(display)
-        self.maxRequestBytes = Int(units) * 4
+        self.name = resolved
+        self.fd = xcb_get_file_descriptor(xcb)
+        self.root = UInt(screens.data.pointee.root)
+        self.resourceMask = setup.pointee.resource_id_mask
+        self.maxRequestBytes = Int(setup.pointee.maximum_request_length) * 4
+        self.process = getpid()
     }
 
     deinit { close() }
@@ -56,16 +72,50 @@ package final class Connection {
     package func close() {
         guard !closed else { return }
         closed = true
-        lostBeforeClose = ErrorTrap.isLost(display)
-        XCloseDisplay(display)
-        ErrorTrap.unregister(display, registration)
+        lostBeforeClose = xcb_connection_has_error(xcb) != 0
+        for raw in held[heldHead...] { free(raw) }
+        held.removeAll()
+        heldHead = 0
+        if isInherited {
+            // xcb_disconnect shuts the socket down, for the parent too: only
+            // this process's descriptor goes (libxcb's memory stays, a few
+            // kilobytes in a child that is about to exec or exit).
+            Glibc.close(fd)
+        } else {
+            xcb_disconnect(xcb)
+        }
     }
 
+    /// The most events kept for later; beyond it the oldest go. A reader's
+    /// waits are short and an owner takes its own, so only a flood reaches it.
+    static let heldLimit = 65536
+
+    /// Keeps an event read while waiting for something else, for `pollEvent`.
+    func hold(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) {
+        if held.count - heldHead >= Self.heldLimit {
+            free(held[heldHead])
+            heldHead += 1
+        }
+        held.append(raw)
+    }
+
+    /// The oldest held event, if any.
+    func takeHeld() -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        guard heldHead < held.count else { return nil }
+        let raw = held[heldHead]
+        heldHead += 1
+        if heldHead == held.count {
+            held.removeAll(keepingCapacity: held.count <= 1024)
+            heldHead = 0
+        }
+        return raw
+    }
+
+    /// Whether this process is a child, made by `fork()`, of the one that opened the connection.
+    var isInherited: Bool { getpid() != process }
+
     /// Whether the connection still works.
-    ///
-    /// Code that talks through libxcb alone (the owner) learns of a lost
-    /// server from libxcb, not from libX11's I/O error handler.
-    package var isAlive: Bool { !closed && !ErrorTrap.isLost(display) && xcb_connection_has_error(xcb) == 0 }
+    package var isAlive: Bool { !closed && xcb_connection_has_error(xcb) == 0 }
 
     /// Throws `connectionLost` when the server is gone.
     package func checkAlive() throws(XSelectionError) {
@@ -75,35 +125,33 @@ package final class Connection {
         if !isAlive { throw .connectionLost(name) }
     }
 
-    /// Protocol errors reported for this connection since the last call.
-    func takeErrors() -> [ProtocolErrorRecord] { ErrorTrap.takeErrors(display) }
-
     /// The client part of a resource id.
     func client(of window: UInt) -> XClient { XClient(UInt32(truncatingIfNeeded: window) & ~resourceMask) }
 
     /// Interns every name in one round trip (names already known cost nothing).
-    ///
-    /// The requests go out through xcb and their replies are collected in
-    /// order: XInternAtoms does the same round trip, but tries a read of the
-    /// socket before taking each reply, a failed system call per atom.
     package func atoms(_ names: [String]) throws(XSelectionError) -> [UInt] {
         let missing = Array(Set(names.filter { atomsByName[$0] == nil })).sorted()
         if !missing.isEmpty {
             try checkAlive()
             let cookies = missing.map { atomName in
                 atomName.utf8CString.withUnsafeBufferPointer { text in
-                    xcb_intern_atom(xcb, 0, UInt16(text.count - 1), text.baseAddress)
+                    xcb_intern_atom(xcb, 0, UInt16(text.count - 1), text.baseAddress).sequence
                 }
             }
             var result: [UInt] = []
             result.reserveCapacity(cookies.count)
-            for cookie in cookies {
-                // Blocking is safe here: the server answers InternAtom itself, at once.
-                let reply = xcb_intern_atom_reply(xcb, cookie, nil)
-                result.append(UInt(reply?.pointee.atom ?? 0))
+            let deadline = ContinuousClock.now + .seconds(2)
+            for (index, cookie) in cookies.enumerated() {
+                let reply: UnsafeMutableRawPointer?
+                do throws(XSelectionError) {
+                    reply = try self.reply(to: cookie, deadline: deadline, what: "interning atoms")
+                } catch {
+                    for later in cookies[(index + 1)...] { xcb_discard_reply(xcb, later) }
+                    throw error
+                }
+                result.append(UInt(reply?.assumingMemoryBound(to: xcb_intern_atom_reply_t.self).pointee.atom ?? 0))
                 free(reply)
             }
-            try checkAlive()
             guard !result.contains(0) else {
                 throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms")
             }
@@ -119,20 +167,28 @@ package final class Connection {
     func atom(_ name: String) throws(XSelectionError) -> UInt { try atoms([name])[0] }
 
     /// The names of `atoms`, fetched in one round trip for those not yet known.
+    ///
     func names(of atoms: [UInt]) -> [String] {
         let missing = Array(Set(atoms.filter { $0 != 0 && namesByAtom[$0] == nil }))
         if !missing.isEmpty && isAlive {
-            // A pipelined batch: XGetAtomNames fails as a whole if any atom is
-            // bad, so ask each one through xcb and collect the replies.
-            let cookies = missing.map { xcb_get_atom_name(xcb, xcb_atom_t($0)) }
-            for (atom, cookie) in zip(missing, cookies) {
-                guard let reply = xcb_get_atom_name_reply(xcb, cookie, nil) else { continue }
-                defer { free(reply) }
+            // A pipelined batch, one request per atom: a bad atom fails alone.
+            let cookies = missing.map { xcb_get_atom_name(xcb, xcb_atom_t($0)).sequence }
+            let deadline = ContinuousClock.now + .seconds(2)
+            for (index, (atom, cookie)) in zip(missing, cookies).enumerated() {
+                guard let raw = try? reply(to: cookie, deadline: deadline, what: "atom names") else {
+                    if !isAlive || ContinuousClock.now >= deadline {
+                        for later in cookies[(index + 1)...] { xcb_discard_reply(xcb, later) }
+                        break
+                    }
+                    continue
+                }
+                defer { free(raw) }
+                let reply = raw.assumingMemoryBound(to: xcb_get_atom_name_reply_t.self)
                 let length = Int(xcb_get_atom_name_name_length(reply))
-                if let raw = xcb_get_atom_name_name(reply) {
-                    let text = String(decoding: UnsafeRawBufferPointer(start: raw, count: length), as: UTF8.self)
-                    namesByAtom[atom] = text
-                    atomsByName[text] = atom
+                if let text = xcb_get_atom_name_name(reply) {
+                    let string = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+                    namesByAtom[atom] = string
+                    atomsByName[string] = atom
                 }
             }
         }
@@ -142,9 +198,18 @@ package final class Connection {
     /// Creates an unmapped window of our own, by default one that receives property changes.
     func createWindow(selectingPropertyChanges: Bool = true) throws(XSelectionError) -> UInt {
         try checkAlive()
-        let window = XCreateSimpleWindow(display, root, -10, -10, 1, 1, 0, 0, 0)
-        if selectingPropertyChanges { XSelectInput(display, window, PropertyChangeMask) }
-        return window
+        let window = xcb_generate_id(xcb)
+        var mask = selectingPropertyChanges ? XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue : 0
+        xcb_create_window(
+            xcb, 0, window, xcb_window_t(root), -10, -10, 1, 1, 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), 0,
+            XCB_CW_EVENT_MASK.rawValue, &mask)
+        return UInt(window)
+    }
+
+    /// Sets the events `window` of ours reports.
+    func selectEvents(of window: UInt, _ mask: UInt32) {
+        var value = mask
+        xcb_change_window_attributes(xcb, xcb_window_t(truncatingIfNeeded: window), XCB_CW_EVENT_MASK.rawValue, &value)
     }
 
     /// Waits until the connection's socket is readable or `deadline` passes;
@@ -166,72 +231,81 @@ package final class Connection {
         return (x, extra)
     }
 
-    /// Reads what the server sent and returns how many events are queued.
-    ///
-    /// Never blocks, and never calls into libX11 once the connection is lost:
-    /// `XNextEvent` on a dead connection with an empty queue crashes.
-    package func pending() -> Int32 {
-        guard isAlive else { return 0 }
-        let count = XPending(display)
-        return isAlive ? count : 0
-    }
-
-    /// How many events are already queued, without reading from the socket.
-    func queued() -> Int32 {
-        isAlive ? XEventsQueued(display, QueuedAlready) : 0
-    }
-
-    /// Takes the next queued event; call only when `pending()` said there is one.
-    package func nextEvent() -> XEvent {
-        var event = XEvent()
-        XNextEvent(display, &event)
-        return event
-    }
-
     /// Fetches a server timestamp by appending nothing to a property of `window`
     /// (which must select PropertyChangeMask) and reading the time from the
-    /// resulting PropertyNotify. Other events that arrive meanwhile stay queued.
+    /// resulting PropertyNotify. Every other event that arrives meanwhile is
+    /// handed to `event` (which frees it), or held for `pollEvent`.
     ///
     /// The notice of an earlier call that timed out may still come: only one
     /// caused by this call's own request counts.
-    func serverTime(window: UInt, deadline: Duration = .seconds(2)) throws(XSelectionError) -> UInt {
+    func serverTime(
+        window: UInt, deadline: Duration = .seconds(2), event: ((UnsafeMutablePointer<xcb_generic_event_t>) -> Void)? = nil
+    ) throws(XSelectionError) -> UInt {
+        try checkAlive()
         let property = try atom("_XSELECTION_TIMESTAMP")
-        var nothing: UInt8 = 0
-        let request = nextRequestSerial
-        XChangeProperty(display, window, property, UInt(XA_INTEGER), 8, PropModeAppend, &nothing, 0)
-        XFlush(display)
+        let request = xcb_change_property(
+            xcb, UInt8(XCB_PROP_MODE_APPEND.rawValue), xcb_window_t(truncatingIfNeeded: window), xcb_atom_t(property),
+            xcb_atom_t(XCB_ATOM_INTEGER.rawValue), 8, 0, nil
+        ).sequence
+        xcb_flush(xcb)
         let end = ContinuousClock.now + deadline
-        var event = XEvent()
         while true {
             try checkAlive()
-            while XCheckTypedWindowEvent(display, window, PropertyNotify, &event) != 0 {
-                if event.xproperty.atom == property, event.xproperty.serial >= request { return UInt(event.xproperty.time) }
+            while let raw = xcb_poll_for_event(xcb) {
+                if Int32(raw.pointee.response_type & 0x7f) == XCB_PROPERTY_NOTIFY {
+                    let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
+                    if UInt(notify.window) == window && UInt(notify.atom) == property && raw.pointee.response_type & 0x80 == 0
+                        && Self.isAtOrAfter(raw.pointee.full_sequence, request)
+                    {
+                        free(raw)
+                        return UInt(notify.time)
+                    }
+                }
+                if let event { event(raw) } else { hold(raw) }
             }
             if ContinuousClock.now >= end { throw .timedOut(name, "a timestamp request") }
-            if waitReadable(until: end).x { _ = pending() }
+            _ = waitReadable(until: end)
         }
+    }
+
+    /// Whether sequence number `serial` is `reference` or later (32 bits, with wrap-around).
+    static func isAtOrAfter(_ serial: UInt32, _ reference: UInt32) -> Bool {
+        Int32(bitPattern: serial &- reference) >= 0
     }
 
     /// Flushes the output buffer.
     package func flush() {
-        if isAlive { XFlush(display) }
+        if isAlive { xcb_flush(xcb) }
     }
 
     /// Announces the XFixes version this library speaks and returns the
     /// extension's first event number, or nil when the server lacks XFixes.
-    /// Two round trips through libX11, which takes into its own queue any
-    /// event that arrives meanwhile: call it before anything whose events
-    /// matter is set up.
-    func setUpFixes() -> Int32? {
-        var eventBase: Int32 = 0
-        var errorBase: Int32 = 0
-        guard XFixesQueryExtension(display, &eventBase, &errorBase) != 0 else { return nil }
-        var major: Int32 = 0
-        var minor: Int32 = 0
-        XFixesQueryVersion(display, &major, &minor)
-        return eventBase
+    ///
+    /// libxcb asks the server about an extension the first time one of its
+    /// requests is made, and waits for the answer without a deadline; the
+    /// question is sent here ahead, with a fence behind it, so the answer is
+    /// in hand before libxcb looks. Events that arrive meanwhile are held.
+    func setUpFixes(deadline: Duration = .seconds(2)) throws(XSelectionError) -> Int32? {
+        try checkAlive()
+        let end = ContinuousClock.now + deadline
+        let fixes = openudid_xcb_xfixes_extension()
+        xcb_prefetch_extension_data(xcb, fixes)
+        let fence = xcb_get_input_focus(xcb).sequence
+        free(try reply(to: fence, deadline: end, what: "the XFixes query"))
+        guard let data = xcb_get_extension_data(xcb, fixes), data.pointee.present != 0 else { return nil }
+        let version = xcb_xfixes_query_version(xcb, 5, 0).sequence
+        free(try reply(to: version, deadline: end, what: "the XFixes version"))
+        return Int32(data.pointee.first_event)
     }
 
-    /// The sequence number the next request will get.
-    var nextRequestSerial: UInt { UInt(XNextRequest(display)) }
+    /// Has XFixes report the owner changes of `selection` to `window` (mask 0: stop).
+    func selectOwnerChanges(of selection: UInt, on window: UInt, _ watch: Bool) {
+        let mask =
+            watch
+            ? XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
+                | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
+                | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue : 0
+        xcb_xfixes_select_selection_input(
+            xcb, xcb_window_t(truncatingIfNeeded: window), xcb_atom_t(truncatingIfNeeded: selection), mask)
+    }
 }

@@ -39,7 +39,7 @@ final class OwnerCore {
         case cleared(selection: UInt, window: UInt)
         case propertyChanged(window: UInt, property: UInt, time: UInt, deleted: Bool)
         /// XFixes: the owner of a watched selection changed (`SelectionOwner.watchOwners(of:)`).
-        case ownerChanged(selection: UInt, subtype: Int32, owner: UInt, time: UInt)
+        case ownerChanged(selection: UInt, subtype: UInt32, owner: UInt, time: UInt)
     }
 
     private struct TransferKey: Hashable {
@@ -111,9 +111,9 @@ final class OwnerCore {
         let ceiling = max(connection.maxRequestBytes - 256, 4096)
         incrThreshold = min(options.incrThreshold ?? ceiling, ceiling)
         chunkSize = max(4, (incrThreshold / 4) * 4)
-        // XFixes is set up now, while nothing is owned: no request of a
-        // reader can be among the events libX11 takes meanwhile.
-        fixesEventBase = connection.setUpFixes()
+        // XFixes is set up now, while nothing is owned, and before any claim
+        // can wait on the server: the extension's first query has a deadline.
+        fixesEventBase = try connection.setUpFixes()
         connection.flush()
     }
 
@@ -270,35 +270,31 @@ final class OwnerCore {
                     serial: UInt(error.full_sequence), code: error.error_code,
                     request: error.major_code, resource: UInt(error.resource_id)))
             return nil
-        case SelectionRequest:
+        case XCB_SELECTION_REQUEST:
             let request = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_request_event_t.self).pointee
             return .request(
                 Request(
                     owner: UInt(request.owner), requestor: UInt(request.requestor), selection: UInt(request.selection),
                     target: UInt(request.target), property: UInt(request.property), time: UInt(request.time)))
-        case SelectionClear:
+        case XCB_SELECTION_CLEAR:
             // Only the server takes a selection away. Any client may send an
             // event to our window (SendEvent, the high bit set), and a forged
             // SelectionClear would make us stop serving what we still own.
             guard raw.pointee.response_type & 0x80 == 0 else { return nil }
             let clear = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_clear_event_t.self).pointee
             return .cleared(selection: UInt(clear.selection), window: UInt(clear.owner))
-        case PropertyNotify:
+        case XCB_PROPERTY_NOTIFY:
             let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
             return .propertyChanged(
                 window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
-                deleted: Int32(notify.state) == PropertyDelete)
-        case let type where type == fixesEventBase.map({ $0 + XFixesSelectionNotify }):
+                deleted: UInt32(notify.state) == XCB_PROPERTY_DELETE.rawValue)
+        case let type where type == fixesEventBase.map({ $0 + XCB_XFIXES_SELECTION_NOTIFY }):
             // From the server alone, like SelectionClear.
             guard raw.pointee.response_type & 0x80 == 0 else { return nil }
-            // xcb_xfixes_selection_notify_event_t: subtype at byte 1, then the
-            // window, the owner, the selection and the time, from byte 4.
-            let bytes = UnsafeRawPointer(raw)
+            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
             return .ownerChanged(
-                selection: UInt(bytes.load(fromByteOffset: 12, as: UInt32.self)),
-                subtype: Int32(bytes.load(fromByteOffset: 1, as: UInt8.self)),
-                owner: UInt(bytes.load(fromByteOffset: 8, as: UInt32.self)),
-                time: UInt(bytes.load(fromByteOffset: 16, as: UInt32.self)))
+                selection: UInt(notify.selection), subtype: UInt32(notify.subtype), owner: UInt(notify.owner),
+                time: UInt(notify.timestamp))
         default:
             return nil
         }
@@ -322,11 +318,11 @@ final class OwnerCore {
             guard let name = watched[selection] else { return }
             let change: SelectionWatcher.Change
             switch subtype {
-            case XFixesSetSelectionOwnerNotify:
+            case XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue:
                 change = .newOwner(
                     owner == 0
                         ? nil : SelectionHolder(window: XWindow(UInt32(truncatingIfNeeded: owner)), client: connection.client(of: owner)))
-            case XFixesSelectionWindowDestroyNotify:
+            case XCB_XFIXES_SELECTION_EVENT_SELECTION_WINDOW_DESTROY.rawValue:
                 change = .ownerWindowDestroyed
             default:
                 change = .ownerClientClosed
@@ -354,7 +350,7 @@ final class OwnerCore {
     /// Waits for the reply to `sequence`; events that arrive first are set aside.
     private func reply(to sequence: UInt32, what: String) throws(XSelectionError) -> UnsafeMutableRawPointer? {
         unflushed = false
-        return try connection.reply(to: sequence, deadline: .now + .seconds(2), what: what) { setAside($0) }
+        return try connection.reply(to: sequence, deadline: .now + .seconds(2), what: what) { self.setAside($0) }
     }
 
     private func selectionOwner(_ selection: UInt) throws(XSelectionError) -> UInt {
@@ -369,14 +365,15 @@ final class OwnerCore {
     private func serverTime() throws(XSelectionError) -> UInt {
         let property = try connection.atom("_XSELECTION_TIMESTAMP")
         xcb_change_property(
-            connection.xcb, UInt8(PropModeAppend), xcb_window_t(window), xcb_atom_t(property), xcb_atom_t(XA_INTEGER), 8, 0, nil)
+            connection.xcb, UInt8(XCB_PROP_MODE_APPEND.rawValue), xcb_window_t(window), xcb_atom_t(property),
+            xcb_atom_t(XCB_ATOM_INTEGER.rawValue), 8, 0, nil)
         connection.flushRequests()
         unflushed = false
         let deadline = ContinuousClock.now + .seconds(2)
         while true {
             try connection.checkAlive()
             while let raw = connection.pollEvent() {
-                if Int32(raw.pointee.response_type & 0x7f) == PropertyNotify {
+                if Int32(raw.pointee.response_type & 0x7f) == XCB_PROPERTY_NOTIFY {
                     let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
                     if UInt(notify.window) == window && UInt(notify.atom) == property {
                         free(raw)
@@ -498,14 +495,11 @@ final class OwnerCore {
         guard fixesEventBase != nil else { throw .missingFixes(connection.name) }
         let atoms = try connection.atoms(names.map(\.rawValue))
         let wanted = Dictionary(zip(atoms, names), uniquingKeysWith: { first, _ in first })
-        // libX11 buffers these; libxcb hands them to the server before the
-        // owner queries below, which go out through it.
         for atom in watched.keys where wanted[atom] == nil {
-            XFixesSelectSelectionInput(connection.display, connection.root, atom, 0)
+            connection.selectOwnerChanges(of: atom, on: connection.root, false)
         }
-        let mask = UInt(XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
         for atom in wanted.keys where watched[atom] == nil {
-            XFixesSelectSelectionInput(connection.display, connection.root, atom, mask)
+            connection.selectOwnerChanges(of: atom, on: connection.root, true)
         }
         watchEvents?.finish()
         watched = wanted
@@ -564,7 +558,7 @@ final class OwnerCore {
         }
         if answered { counts.answered += 1 } else { counts.refused += 1 }
         var reply = xcb_selection_notify_event_t()
-        reply.response_type = UInt8(SelectionNotify)
+        reply.response_type = UInt8(XCB_SELECTION_NOTIFY)
         reply.time = xcb_timestamp_t(truncatingIfNeeded: request.time)
         reply.requestor = xcb_window_t(truncatingIfNeeded: request.requestor)
         reply.selection = xcb_atom_t(truncatingIfNeeded: request.selection)
@@ -626,10 +620,10 @@ final class OwnerCore {
         switch target {
         case targetsAtom:
             let atoms = [targetsAtom, timestampAtom, multipleAtom] + selection.payloads.keys.sorted()
-            change(requestor, property, type: UInt(XA_ATOM), format: 32, atoms.map { UInt32(truncatingIfNeeded: $0) })
+            change(requestor, property, type: UInt(XCB_ATOM_ATOM.rawValue), format: 32, atoms.map { UInt32(truncatingIfNeeded: $0) })
             return true
         case timestampAtom:
-            change(requestor, property, type: UInt(XA_INTEGER), format: 32, [UInt32(truncatingIfNeeded: selection.since)])
+            change(requestor, property, type: UInt(XCB_ATOM_INTEGER.rawValue), format: 32, [UInt32(truncatingIfNeeded: selection.since)])
             return true
         default:
             guard let payload = selection.payloads[target] else { return false }
@@ -707,7 +701,7 @@ final class OwnerCore {
 
     private func changeRaw(_ window: UInt, _ property: UInt, type: UInt, format: Int, count: Int, _ data: UnsafeRawPointer?) {
         let cookie = xcb_change_property(
-            connection.xcb, UInt8(PropModeReplace), xcb_window_t(truncatingIfNeeded: window),
+            connection.xcb, UInt8(XCB_PROP_MODE_REPLACE.rawValue), xcb_window_t(truncatingIfNeeded: window),
             xcb_atom_t(truncatingIfNeeded: property), xcb_atom_t(truncatingIfNeeded: type),
             UInt8(format), UInt32(count), data)
         remember(cookie.sequence, window)
@@ -716,8 +710,9 @@ final class OwnerCore {
 
     /// Selects property changes on a requestor's window, or stops.
     private func watchProperties(of requestor: UInt, _ watch: Bool) {
-        var mask = UInt32(watch ? PropertyChangeMask : NoEventMask)
-        let cookie = xcb_change_window_attributes(connection.xcb, xcb_window_t(truncatingIfNeeded: requestor), UInt32(CWEventMask), &mask)
+        var mask = watch ? XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue : 0
+        let cookie = xcb_change_window_attributes(
+            connection.xcb, xcb_window_t(truncatingIfNeeded: requestor), XCB_CW_EVENT_MASK.rawValue, &mask)
         remember(cookie.sequence, requestor)
         unflushed = true
     }
@@ -788,7 +783,7 @@ final class OwnerCore {
         shared.count { $0.peerErrors += errors.count }
         for error in errors {
             let culprit =
-                error.code == BadWindow
+                error.code == XCB_WINDOW
                 ? error.resource
                 : recentRequests.last(where: { $0.serial == error.serial })?.requestor
             guard let culprit else { continue }
@@ -798,6 +793,18 @@ final class OwnerCore {
             }
         }
     }
+}
+
+/// A protocol error the server reported for one of the owner's requests.
+struct ProtocolErrorRecord: Sendable, Equatable {
+    /// The sequence number of the request that failed.
+    var serial: UInt
+    /// The X error code (`BadWindow` = 3, `BadAlloc` = 11, ...).
+    var code: UInt8
+    /// The major opcode of the failed request.
+    var request: UInt8
+    /// The resource the error names (the window, for `BadWindow`).
+    var resource: UInt
 }
 
 /// Events set aside in arrival order, taken from the front.

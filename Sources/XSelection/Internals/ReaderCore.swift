@@ -46,7 +46,7 @@ final class ReaderCore {
         incrAtom = try connection.atom("INCR")
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
-        fixesEventBase = connection.setUpFixes()
+        fixesEventBase = try connection.setUpFixes()
     }
 
     /// Where one selection's read stands.
@@ -164,7 +164,7 @@ final class ReaderCore {
         // one flush. Each selection converts into a property named after itself
         // on our window, so no extra atoms are needed and answers cannot collide.
         if !watchingProperties {
-            XSelectInput(connection.display, window, PropertyChangeMask)
+            connection.selectEvents(of: window, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue)
             watchingProperties = true
         }
         let ownerCookies = slots.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0.atom)).sequence }
@@ -176,9 +176,13 @@ final class ReaderCore {
         func issueUpToDepth() {
             while active.count < depth && issued < asking.count {
                 let index = asking[issued]
-                XDeleteProperty(connection.display, window, slots[index].atom)
-                slots[index].convertSerial = UInt32(truncatingIfNeeded: connection.nextRequestSerial)
-                XConvertSelection(connection.display, slots[index].atom, targetAtom, slots[index].atom, window, slots[index].time)
+                let atom = xcb_atom_t(truncatingIfNeeded: slots[index].atom)
+                xcb_delete_property(connection.xcb, xcb_window_t(truncatingIfNeeded: window), atom)
+                slots[index].convertSerial =
+                    xcb_convert_selection(
+                        connection.xcb, xcb_window_t(truncatingIfNeeded: window), atom, xcb_atom_t(truncatingIfNeeded: targetAtom), atom,
+                        xcb_timestamp_t(truncatingIfNeeded: slots[index].time)
+                    ).sequence
                 active.append(index)
                 issued += 1
             }
@@ -206,16 +210,11 @@ final class ReaderCore {
         while !active.isEmpty {
             try connection.checkAlive()
             var progressed = false
-            // Events that have arrived. Not QueuedAlready: xcb_poll_for_reply
-            // below reads the socket too and keeps the events it finds in
-            // xcb's queue, where QueuedAlready never looks; the socket is then
-            // quiet and the pass would sleep to its deadline with an INCR
-            // chunk's notice unread. QueuedAfterReading takes them (and reads
-            // what else is there) without blocking or flushing.
-            while XEventsQueued(connection.display, QueuedAfterReading) > 0 {
-                let event = connection.nextEvent()
+            // Events that have arrived: those libxcb holds, then one read of the socket.
+            while let event = connection.pollEvent() {
                 progressed = true
                 handle(event, slots: &slots, indexByAtom: indexByAtom)
+                free(event)
             }
             // Replies come in the order their requests went out: take them from
             // the front and stop at the first that has not come. Polling every
@@ -223,6 +222,14 @@ final class ReaderCore {
             while readHead < readOrder.count, collectReply(&slots[readOrder[readHead]]) {
                 readHead += 1
                 progressed = true
+            }
+            // xcb_poll_for_reply reads the socket too and keeps the events it
+            // finds in libxcb's queue, where poll cannot see them: the pass
+            // would sleep to its deadline with an INCR chunk's notice unread.
+            if !progressed, let event = connection.pollQueuedEvent() {
+                progressed = true
+                handle(event, slots: &slots, indexByAtom: indexByAtom)
+                free(event)
             }
             if progressed {
                 for index in active where slots[index].isDone && slots[index].answeredAfter == nil {
@@ -253,15 +260,14 @@ final class ReaderCore {
                     wakeAt = min(deadline, started + patience)
                 }
             }
-            if connection.waitReadable(until: wakeAt).x {
-                _ = connection.pending()
-            }
+            _ = connection.waitReadable(until: wakeAt)
         }
         // Every write the server made before a first read was reported ahead
         // of that read's reply, which libxcb may have read with the reply:
         // take the events it holds before judging the answers.
-        while connection.isAlive && XEventsQueued(connection.display, QueuedAfterReading) > 0 {
-            handle(connection.nextEvent(), slots: &slots, indexByAtom: indexByAtom)
+        while let event = connection.pollEvent() {
+            handle(event, slots: &slots, indexByAtom: indexByAtom)
+            free(event)
         }
         for index in slots.indices where slots[index].reusedFrom == nil && !AnswerRules.acceptsAnswer(writes: slots[index].writes) {
             guard case .done(.value(let value)) = slots[index].stage else { continue }
@@ -273,7 +279,7 @@ final class ReaderCore {
                         : "another client wrote the answer's property too before it was read"))
         }
         if watchingProperties {
-            XSelectInput(connection.display, window, NoEventMask)
+            connection.selectEvents(of: window, 0)
             watchingProperties = false
         }
         try connection.checkAlive()
@@ -305,12 +311,10 @@ final class ReaderCore {
     /// from earlier passes concern no pass any more.
     private func forgetChangedValues() {
         guard let base = fixesEventBase else { return }
-        while connection.pending() > 0 {
-            let event = connection.nextEvent()
-            guard event.type == base + XFixesSelectionNotify else { continue }
-            let change = withUnsafeBytes(of: event) {
-                $0.baseAddress!.assumingMemoryBound(to: XFixesSelectionNotifyEvent.self).pointee
-            }
+        while let event = connection.pollEvent() {
+            defer { free(event) }
+            guard Int32(event.pointee.response_type & 0x7f) == base + XCB_XFIXES_SELECTION_NOTIFY else { continue }
+            let change = UnsafeRawPointer(event).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
             kept[UInt(change.selection)] = nil
         }
     }
@@ -390,40 +394,41 @@ final class ReaderCore {
     /// until it closes.
     private func watchOwners(_ slots: [Slot]) {
         guard fixesEventBase != nil, connection.isAlive else { return }
-        let mask = UInt(
-            XFixesSetSelectionOwnerNotifyMask | XFixesSelectionWindowDestroyNotifyMask | XFixesSelectionClientCloseNotifyMask)
         for slot in slots where !watched.contains(slot.atom) {
-            XFixesSelectSelectionInput(connection.display, window, slot.atom, mask)
+            connection.selectOwnerChanges(of: slot.atom, on: window, true)
             watched.insert(slot.atom)
         }
     }
 
     // MARK: Events
 
-    private func handle(_ event: XEvent, slots: inout [Slot], indexByAtom: [UInt: Int]) {
-        if let base = fixesEventBase, event.type == base + XFixesSelectionNotify {
+    private func handle(_ raw: UnsafeMutablePointer<xcb_generic_event_t>, slots: inout [Slot], indexByAtom: [UInt: Int]) {
+        let type = Int32(raw.pointee.response_type & 0x7f)
+        // Another client's event, sent with SendEvent: the high bit of its type.
+        let sent = raw.pointee.response_type & 0x80 != 0
+        // The last request of ours the server had handled when it made the
+        // event, widened by libxcb from the wire's 16 bits to 32.
+        let serial = raw.pointee.full_sequence
+        if let base = fixesEventBase, type == base + XCB_XFIXES_SELECTION_NOTIFY {
             // Only the server reports owner changes. Any client may send our
             // window events (an owner of this pass learns it from our request),
             // and a forged change would drop another owner's answer.
-            guard event.xany.send_event == 0 else { return }
-            let change = withUnsafeBytes(of: event) {
-                $0.baseAddress!.assumingMemoryBound(to: XFixesSelectionNotifyEvent.self).pointee
-            }
+            guard !sent else { return }
+            let change = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
             kept[UInt(change.selection)] = nil
             guard let index = indexByAtom[UInt(change.selection)] else { return }
             slots[index].changedInPass = true
             guard case .awaitingNotify = slots[index].stage else { return }
-            // The event's serial is the last request the server had handled when
-            // it made the change: from the owner query on, the query did not see it.
-            if AnswerRules.isNewsToOwnerQuery(serial: UInt32(truncatingIfNeeded: change.serial), ownerQuery: slots[index].ownerQuery) {
+            // From the owner query on, the query did not see the change.
+            if AnswerRules.isNewsToOwnerQuery(serial: serial, ownerQuery: slots[index].ownerQuery) {
                 slots[index].ownerChanged = true
             }
             return
         }
-        switch event.type {
-        case SelectionNotify:
-            let notify = event.xselection
-            guard notify.requestor == window, let index = indexByAtom[notify.selection], notify.time == slots[index].time,
+        switch type {
+        case XCB_SELECTION_NOTIFY:
+            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_notify_event_t.self).pointee
+            guard UInt(notify.requestor) == window, let index = indexByAtom[UInt(notify.selection)], UInt(notify.time) == slots[index].time,
                 case .awaitingNotify = slots[index].stage
             else { return }
             let owner = slots[index].owner
@@ -431,8 +436,8 @@ final class ReaderCore {
                 slots[index].stage = .done(.ownerChanged(owner: owner))
             } else if notify.property == 0 {
                 // The server answers for an ownerless selection itself, without send_event.
-                slots[index].stage = .done(notify.send_event == 0 || owner == nil ? .noOwner : .refused(owner: owner))
-            } else if notify.property != slots[index].atom {
+                slots[index].stage = .done(!sent || owner == nil ? .noOwner : .refused(owner: owner))
+            } else if UInt(notify.property) != slots[index].atom {
                 slots[index].stage = .done(
                     .malformed(owner: owner, reason: "the owner answered into a property other than the one asked for"))
             } else {
@@ -443,13 +448,13 @@ final class ReaderCore {
                 slots[index].readSerial = cookie.sequence
                 readOrder.append(index)
             }
-        case PropertyNotify:
-            let notify = event.xproperty
+        case XCB_PROPERTY_NOTIFY:
+            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
             // A PropertyNotify another client sent (SendEvent) reports no write.
-            guard notify.send_event == 0, notify.window == window, notify.state == PropertyNewValue,
-                let index = indexByAtom[notify.atom]
+            guard !sent, UInt(notify.window) == window, UInt32(notify.state) == XCB_PROPERTY_NEW_VALUE.rawValue,
+                let index = indexByAtom[UInt(notify.atom)]
             else { return }
-            countWrite(UInt32(truncatingIfNeeded: notify.serial), to: &slots[index])
+            countWrite(serial, to: &slots[index])
             switch slots[index].stage {
             case .awaitingChunk:
                 requestChunk(&slots[index])
@@ -514,7 +519,7 @@ final class ReaderCore {
             // From here on each chunk is announced by a PropertyNotify. The first
             // may have been written before we asked for those, so look at once.
             if !watchingProperties {
-                XSelectInput(connection.display, window, PropertyChangeMask)
+                connection.selectEvents(of: window, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue)
                 watchingProperties = true
             }
             requestChunk(&slot)

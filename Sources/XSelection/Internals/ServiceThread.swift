@@ -55,6 +55,14 @@ package final class ServiceThread<Core: AnyObject>: Sendable {
     private let finished = DispatchGroup()
     /// The service thread's id, so that a stop requested from the thread itself does not wait for itself.
     private let threadID = Mutex<pthread_t?>(nil)
+    /// The process that started the thread. A child made by `fork()` has a
+    /// copy of this object but not the thread, and a copy of its locks as
+    /// they were at the fork, perhaps held by a thread that is not there.
+    package let process = getpid()
+
+    /// Whether this process is a child, made by `fork()`, of the one that
+    /// started the thread: posting would wait for a thread that does not exist.
+    package var isInherited: Bool { getpid() != process }
 
     /// Starts the thread. `makeCore` runs on the new thread; `run` is its loop and
     /// returns when the thread should end (it calls `runJobs` when woken).
@@ -82,6 +90,7 @@ package final class ServiceThread<Core: AnyObject>: Sendable {
     /// Posts `job` to run on the thread; returns false if the thread has ended.
     @discardableResult
     package func post(_ job: @escaping Job) -> Bool {
+        guard !isInherited else { return false }
         let accepted = queue.withLock { queue -> Bool in
             guard !queue.stopped else { return false }
             queue.jobs.append(job)
@@ -92,10 +101,12 @@ package final class ServiceThread<Core: AnyObject>: Sendable {
     }
 
     /// Posts `request` (which tells the loop to end) and waits, up to `timeout`,
-    /// until the thread is done with libX11, so that a program may exit right
+    /// until the thread is done with its connection, so that a program may exit right
     /// after: exiting while the thread still closes its connection can crash.
     /// From the service thread itself it only posts.
     package func stop(timeout: Duration = .seconds(2), _ request: @escaping Job) {
+        // In a child of a fork the thread is the parent's: nothing to stop here.
+        guard !isInherited else { return }
         post(request)
         let onServiceThread = threadID.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
         guard !onServiceThread else { return }
@@ -190,7 +201,10 @@ final class ResultBox<T: Sendable>: Sendable {
 
 /// Runs `body` on a new detached POSIX thread. Threads of the library are
 /// plain POSIX threads: it links FoundationEssentials, which has no `Thread`.
-package func startThread(_ body: @escaping @Sendable () -> Void) {
+///
+/// - Returns: Whether the thread started (false: the system has no thread to give).
+@discardableResult
+package func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     final class Start: Sendable {
         let body: @Sendable () -> Void
         init(body: @escaping @Sendable () -> Void) { self.body = body }
@@ -209,7 +223,8 @@ package func startThread(_ body: @escaping @Sendable () -> Void) {
         // No thread: run nothing, and free what was handed over. The caller's
         // waits time out and report the service as unavailable.
         Unmanaged<Start>.fromOpaque(start).release()
-        return
+        return false
     }
     pthread_detach(thread)
+    return true
 }

@@ -1,5 +1,5 @@
 // Attacks on the vote from the display alone, for the hostile-peer tests.
-import CX11
+import CXlib
 import Foundation
 import XSelection
 

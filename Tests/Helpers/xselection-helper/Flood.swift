@@ -1,6 +1,6 @@
 // A requestor that floods a selection's owner with conversion requests, to
 // show that an owner under such load keeps serving its host and stays small.
-import CX11
+import CXlib
 import Foundation
 
 /// Sends `SelectionRequest`s for `selection` as fast as the server takes them,

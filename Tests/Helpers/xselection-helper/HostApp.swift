@@ -1,6 +1,6 @@
 // A host application that, like a toolkit, installed its own X error handler
 // and keeps its own connection, and also uses XSelection.
-import CX11
+import CXlib
 import Foundation
 import Synchronization
 import XSelection

@@ -1,6 +1,6 @@
 // Deliberately broken selection owners, written against raw Xlib so they can
 // break the protocol in ways a correct library never would.
-import CX11
+import CXlib
 import Foundation
 
 /// Owns `selection` and misbehaves as `behavior` says:

@@ -2,6 +2,7 @@
 // is compared with, written the way a simple client would write them, and a
 // flood of conversions to measure how fast an owner answers.
 import CX11
+import CXlib
 import Foundation
 
 /// Nanoseconds on the monotonic clock.

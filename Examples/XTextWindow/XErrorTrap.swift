@@ -1,29 +1,17 @@
-import CX11
+import CXlib
 import Synchronization
 
-/// A protocol error the server reported for one of our requests.
-struct ProtocolErrorRecord: Sendable, Equatable {
-    /// The sequence number of the request that failed.
-    var serial: UInt
-    /// The X error code (`BadWindow` = 3, `BadAlloc` = 11, ...).
-    var code: UInt8
-    /// The major opcode of the failed request.
-    var request: UInt8
-    /// The resource the error names (the window, for `BadWindow`).
-    var resource: UInt
-}
-
-/// Process-wide X error handlers that turn errors on *our* connections into
-/// per-connection records and hand everything else to the handlers that were
-/// installed before (a toolkit's, or libX11's defaults).
+/// Process-wide libX11 error handlers for the text window's connections: a
+/// lost server marks the connection lost instead of ending the app, and the
+/// errors of other connections go to the handlers installed before (a
+/// toolkit's, or libX11's defaults).
 ///
 /// libX11's handlers are global while connections are per object; the registry
-/// maps a `Display*` to its state. The default handlers call `exit()`, which a
-/// library linked into someone else's app must never let happen.
-enum ErrorTrap {
+/// maps a `Display*` to its state. An example app may install them; the
+/// libraries (XSelection, which speaks libxcb) install nothing process-wide.
+enum XErrorTrap {
     private struct DisplayState {
         var registration: UInt64
-        var errors: [ProtocolErrorRecord] = []
         var lost = false
     }
 
@@ -33,10 +21,6 @@ enum ErrorTrap {
         var previousErrorHandler: XErrorHandler?
         var previousIOErrorHandler: XIOErrorHandler?
     }
-
-    // Errors kept per connection before the oldest are dropped, so a flood of
-    // failures from a hostile peer cannot grow memory without bound.
-    private static let errorCap = 1024
 
     private static let registry = Mutex(Registry())
 
@@ -80,16 +64,6 @@ enum ErrorTrap {
         registry.withLock { $0.displays[UInt(bitPattern: display)]?.lost ?? true }
     }
 
-    /// Returns and clears the protocol errors recorded for `display`.
-    static func takeErrors(_ display: OpaquePointer) -> [ProtocolErrorRecord] {
-        registry.withLock { registry in
-            let key = UInt(bitPattern: display)
-            let errors = registry.displays[key]?.errors ?? []
-            registry.displays[key]?.errors.removeAll()
-            return errors
-        }
-    }
-
     private static func isOurs(_ handler: XErrorHandler) -> Bool {
         unsafeBitCast(handler, to: UInt.self) == unsafeBitCast(errorHandler, to: UInt.self)
     }
@@ -101,16 +75,10 @@ enum ErrorTrap {
     private static let errorHandler: XErrorHandler = { display, event in
         guard let display, let event else { return 0 }
         let key = UInt(bitPattern: display)
-        let record = ProtocolErrorRecord(
-            serial: UInt(event.pointee.serial), code: event.pointee.error_code,
-            request: event.pointee.request_code, resource: UInt(event.pointee.resourceid))
-        let previous: XErrorHandler? = ErrorTrap.registry.withLock { registry in
-            guard registry.displays[key] != nil else { return registry.previousErrorHandler }
-            if registry.displays[key]!.errors.count >= ErrorTrap.errorCap {
-                registry.displays[key]!.errors.removeFirst()
-            }
-            registry.displays[key]!.errors.append(record)
-            return nil
+        // The text window's own requests fail only when its window is gone,
+        // which its loop learns from the events; the error needs no record.
+        let previous: XErrorHandler? = XErrorTrap.registry.withLock { registry in
+            registry.displays[key] != nil ? nil : registry.previousErrorHandler
         }
         guard let previous else { return 0 }
         return previous(display, event)
@@ -119,7 +87,7 @@ enum ErrorTrap {
     private static let ioErrorHandler: XIOErrorHandler = { display in
         guard let display else { return 0 }
         let key = UInt(bitPattern: display)
-        let previous: XIOErrorHandler? = ErrorTrap.registry.withLock { registry in
+        let previous: XIOErrorHandler? = XErrorTrap.registry.withLock { registry in
             guard registry.displays[key] != nil else { return registry.previousIOErrorHandler }
             registry.displays[key]!.lost = true
             return nil
@@ -132,7 +100,7 @@ enum ErrorTrap {
 
     private static let ioErrorExitHandler: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { display, _ in
         guard let display else { return }
-        ErrorTrap.registry.withLock { registry in
+        XErrorTrap.registry.withLock { registry in
             registry.displays[UInt(bitPattern: display)]?.lost = true
         }
     }
