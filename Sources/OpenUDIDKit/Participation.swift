@@ -370,7 +370,11 @@ extension Report {
 
     /// The selection slots whose owner did not answer in this pass: not waited
     /// for (the vote settled without them) or silent until the deadline.
-    var silentSlots: [Rejection] { rejected.filter { $0.code == "not-awaited" || $0.code == "no-answer" } }
+    /// Slots read again later: silent ones, and spoiled ones, whose owner may be
+    /// heard once the client that writes into its answers stops.
+    var silentSlots: [Rejection] {
+        rejected.filter { ["not-awaited", "no-answer", SelectionSlots.spoiledCode].contains($0.code) }
+    }
 
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {

@@ -248,6 +248,11 @@ public enum ReadOutcome: Sendable, Equatable {
     /// The pass ended before this selection answered, because the caller's
     /// `SelectionReader.Options.settled` said it needed no more answers.
     case notAwaited(owner: SelectionHolder?)
+    /// Another client wrote the answer's property too, between the conversion
+    /// and the read, in every pass the deadline left room for: the bytes read
+    /// may be anyone's, so no answer is given. The owner did answer; a client
+    /// that writes into other owners' answers hides them this way.
+    case spoiled(owner: SelectionHolder?)
 
     /// The value, when there is one.
     public var value: SelectionValue? {

@@ -197,6 +197,47 @@ import Testing
         #expect(!counts.contains { $0 > 1 }, "the forger's votes in each pass: \(counts)")
     }
 
+    /// A client that owns one slot and spoils every other answer: it appends
+    /// zero bytes to each other slot's answer property when it is asked, and
+    /// again after every write it sees there, so each honest answer counts as
+    /// written twice, and serves a forgery of its own. Apps that start after the
+    /// attack began, one-shot readers and a participant, hold nothing of their
+    /// own: the forgery must win none of them.
+    @Test func aClientThatSpoilsTheOtherAnswersWinsNoAppThatStartsLater() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        // Slot 0 is held while the honest apps form, so that the spoiler can take it.
+        let placeholder = try startSelectionHelper(
+            display: SharedDisplay.display, ["own", "--prefix", session.slotPrefix + "0", "--text", "not a record"])
+        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
+        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
+        defer { participants.forEach { $0.stop() } }
+        placeholder.signal(SIGKILL)
+        #expect(placeholder.wait(timeout: 10) != nil)
+
+        let forgery = Identifier.random().hex
+        let others = (1..<100).map { session.slotPrefix + String($0) }
+        let spoiler = try startSelectionHelper(
+            display: SharedDisplay.display,
+            [
+                "hostile", "--selection", session.slotPrefix + "0", "--behavior", "spoil-others",
+                "--others", others.joined(separator: ","), "--text", Self.forged(app: "com.forge.spoiler", identifier: forgery)
+            ])
+        defer { spoiler.signal(SIGKILL) }
+
+        var spoiledSeen = 0
+        for index in 0..<20 {
+            let report = try session.report("org.late.app\(index)", Self.selectionOnly)
+            #expect(report["id"] as? String != forgery, "late app \(index) took the spoiler's identifier: \(report)")
+            spoiledSeen += (report["rejected"] as? [[String: Any]] ?? []).filter { $0["code"] as? String == "spoiled" }.count
+        }
+        #expect(spoiledSeen > 0, "the spoiler spoiled no answer: the attack did not take place")
+        let late = try session.serve("org.late.participant", Self.selectionOnly)
+        defer { late.stop() }
+        #expect(late.current != forgery)
+        Self.expectNoneMoves(participants, from: honest)
+        #expect(late.current != forgery)
+    }
+
     @Test func ninetySevenStalledINCRClientsMakeNoSelectionOnlyAppForget() throws {
         let session = try TestSession(display: SharedDisplay.display)
         let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]

@@ -18,6 +18,9 @@ extension Engine {
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
         var held: SlotRecord?
+        /// The X clients whose answers were spoiled by another client's writes
+        /// (docs/PROTOCOL.md §5): each may have a ballot no one could read.
+        var spoiledClients: Set<UInt32> = []
         /// What the user's reset marker and key say.
         var reset = ResetEvidence()
         /// The generation the user's reset marker names (0 when there is none or it cannot be read).
@@ -32,13 +35,14 @@ extension Engine {
         // The pass may end early once the ballots in hand settle the vote, and
         // the file slots and cache are part of that hand.
         let group = DispatchGroup()
-        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus])>(([], [], []))
+        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus], spoiled: Set<UInt32>)>(
+            ([], [], [], []))
         let durableInHand = DurableInHand()
         let settled = settlement(durableInHand: durableInHand, held: held, now: now)
         DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
             var part = Gathered()
             gatherSelections(into: &part, now: now, settled: settled)
-            selections.withLock { $0 = (part.candidates, part.rejected, part.sources) }
+            selections.withLock { $0 = (part.candidates, part.rejected, part.sources, part.spoiledClients) }
         }
         var gathered = Gathered()
         // Before anything is read: an erasure from now on makes this resolution's
@@ -65,6 +69,7 @@ extension Engine {
             gathered.candidates = part.candidates + gathered.candidates
             gathered.rejected = part.rejected + gathered.rejected
             gathered.sources = part.sources + gathered.sources
+            gathered.spoiledClients = part.spoiled
         }
         return gathered
     }
@@ -117,6 +122,9 @@ extension Engine {
                     if let candidate = reading.candidate { gathered.candidates.append(candidate) }
                 case .failure(let rejection):
                     gathered.rejected.append(rejection)
+                    if rejection.code == SelectionSlots.spoiledCode, let client = reading.holder?.client.rawValue {
+                        gathered.spoiledClients.insert(client)
+                    }
                 }
             }
             gathered.sources.append(SourceStatus("selections", .read(records: count)))

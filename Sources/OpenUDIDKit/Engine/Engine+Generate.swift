@@ -22,6 +22,24 @@ extension Engine {
         }
         gathered.held = held
         var resolution = vote(gathered, now: now)
+        // A spoiled answer is an unknown ballot, not a lost one: the live tier
+        // decides only if the winner would win whatever the spoiled clients
+        // voted, as it settles early against silent ones (§5.1). Otherwise a
+        // client that spoils the honest answers and serves its own would be
+        // the only live ballot left, and every app that starts later would
+        // take its identifier. Without the selections the app keeps its own
+        // value or generates one, and reads the slots again as usual.
+        if resolution.decidedBy == .live, !Resolution.isSettled(resolution, outstanding: gathered.spoiledClients) {
+            let selections = gathered.candidates.filter { if case .selection = $0.source { true } else { false } }
+            gathered.candidates.removeAll { if case .selection = $0.source { true } else { false } }
+            gathered.rejected.append(
+                Rejection(
+                    "selections",
+                    "the live vote is not decided: \(gathered.spoiledClients.count) X client(s) had their answers spoiled by another "
+                        + "client, and could outvote the \(selections.count) record(s) read; they cast no ballot in this resolution",
+                    code: "undecided"))
+            resolution = vote(gathered, now: now)
+        }
 
         // Apps started at once from nothing would each generate an identifier of
         // their own. Generating is serialised through a lock beside the file

@@ -7,6 +7,8 @@ import XSelection
 struct SelectionSlots: Sendable {
     /// The target (and type) under which a participant serves its record.
     static let recordTarget = "_OPENUDID_RECORD"
+    /// The rejection code of a slot whose answer another client wrote into (§5).
+    static let spoiledCode = "spoiled"
     /// The text targets a participant also serves, and readers accept as record types.
     static let textTypes: Set<String> = ["_OPENUDID_RECORD", "UTF8_STRING", "STRING", "TEXT"]
 
@@ -156,6 +158,15 @@ struct SelectionSlots: Sendable {
                             Rejection(
                                 place, "not waited for: the answers in hand settled the vote, which this slot could not change",
                                 code: "not-awaited"))))
+            case .spoiled(let holder):
+                readings.append(
+                    Reading(
+                        index: index, holder: holder,
+                        result: .failure(
+                            Rejection(
+                                place,
+                                "another client wrote into the owner's answer each time it was asked, so the bytes could be anyone's",
+                                code: Self.spoiledCode))))
             }
         }
         return readings.sorted { $0.index < $1.index }

@@ -19,6 +19,11 @@ import Foundation
 ///   `others` too, into the property the requestor reads it from, with a
 ///   SelectionNotify carrying the time of the request it got, so that a reader
 ///   that believed them would count its answer in those owners' names
+/// - spoil-others: answers with `answer`, but first appends zero bytes to the
+///   property each of `others` is answered into, and from then on watches the
+///   requestor's window and appends zero bytes whenever one of those
+///   properties is deleted (before a conversion) or written by someone else,
+///   so that each honest answer counts as written twice
 ///
 /// INCR transfers announce `announce` bytes (default: `size`, so a lie is possible)
 /// and send chunks of `chunkSize` bytes.
@@ -49,10 +54,38 @@ func runHostile(
     say("ready 0x\(String(window, radix: 16))")
 
     var transfer: (requestor: UInt, property: UInt, sent: Int)?
+    // spoil-others: the requestor windows watched, and the writes of our own
+    // still to come back as events there, which are not answered again.
+    var spoiling: Set<UInt> = []
+    var ownWrites: [String: Int] = [:]
+    // An append must name the type the property has (the target asked for),
+    // or the server refuses it.
+    var spoilType = utf8
+    func spoil(_ requestor: UInt, _ atom: UInt) {
+        XChangeProperty(display, requestor, atom, spoilType, 8, PropModeAppend, chunk, 0)
+        ownWrites["\(requestor) \(atom)", default: 0] += 1
+    }
     let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: max(1, chunkSize))
     var event = XEvent()
     while true {
         XNextEvent(display, &event)
+        if event.type == PropertyNotify, behavior == "spoil-others", spoiling.contains(event.xproperty.window),
+            otherAtoms.contains(event.xproperty.atom)
+        {
+            let key = "\(event.xproperty.window) \(event.xproperty.atom)"
+            if event.xproperty.state == PropertyDelete {
+                // A reader clears the property just before it converts again:
+                // a write now lands after that conversion, ahead of the answer.
+                spoil(event.xproperty.window, event.xproperty.atom)
+                XFlush(display)
+            } else if let pending = ownWrites[key], pending > 0 {
+                ownWrites[key] = pending - 1
+            } else {
+                spoil(event.xproperty.window, event.xproperty.atom)
+                XFlush(display)
+            }
+            continue
+        }
         if event.type == PropertyNotify, let current = transfer, event.xproperty.window == current.requestor,
             event.xproperty.atom == current.property, event.xproperty.state == PropertyDelete
         {
@@ -106,6 +139,14 @@ func runHostile(
             XSync(display, 0)
             say("forged")
             let text = Array("hidden".utf8)
+            XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
+        case "spoil-others":
+            spoilType = request.target
+            if spoiling.insert(request.requestor).inserted {
+                XSelectInput(display, request.requestor, PropertyChangeMask)
+            }
+            for atom in otherAtoms { spoil(request.requestor, atom) }
+            let text = Array(answer.utf8)
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
         case "answer-for-others":
             // A reader converts each selection into a property named after it.

@@ -48,12 +48,14 @@ let helper = Command(
                     "behavior", "B", help: "how to misbehave", default: "silent",
                     check: .oneOf([
                         "silent", "wrong-property", "no-property", "bad-format", "garbage", "huge-incr", "stall-incr",
-                        "die-mid-incr", "hide-others", "answer-for-others"
+                        "die-mid-incr", "hide-others", "answer-for-others", "spoil-others"
                     ])),
                 .value(
                     "others", "S[,S2,...]",
-                    help: "the other owners' selections that hide-others and answer-for-others forge events for"),
-                .value("text", "S", help: "what answer-for-others answers, for itself and the others", default: "forged"),
+                    help: "the other owners' selections that hide-others, answer-for-others and spoil-others forge events for"),
+                .value(
+                    "text", "S", help: "what answer-for-others answers, for itself and the others, and spoil-others for itself",
+                    default: "forged"),
                 whole("size", "BYTES", help: "the size of an INCR transfer", default: "\(10 * 1024 * 1024)"),
                 whole("announce", "BYTES", help: "the size an INCR transfer announces (default: its size)"),
                 whole("chunk", "BYTES", help: "the size of an INCR chunk", default: "4096"),
