@@ -406,6 +406,10 @@ final class OwnerCore {
         case .ifFree:
             // The grab makes check-and-claim atomic: nobody can claim between our
             // look and our claim, so two apps never both think a slot is theirs.
+            // While it holds, this thread waits only for its own connection's
+            // replies, with a deadline, and calls nothing but libxcb on that
+            // connection: a lock or a thread it waited for could be waiting
+            // for the grabbed server itself (see `claimFirstFree`).
             xcb_grab_server(connection.xcb)
             defer {
                 xcb_ungrab_server(connection.xcb)
@@ -433,6 +437,12 @@ final class OwnerCore {
     /// Claims the first of `names` that no window owns. One server timestamp,
     /// then under one grab every owner query (pipelined: one round trip
     /// however many there are), the claim and its check; nil when all are owned.
+    ///
+    /// Everything that could wait on another thread (interning atoms, the
+    /// timestamp, preparing payloads) is done before the grab. Under it the
+    /// thread sends and reads on its own connection only: another thread of
+    /// the host opening a display waits for the grab to end, and if this one
+    /// waited for that thread in turn, both and the whole display would freeze.
     func claimFirstFree(_ names: [SelectionName], payloads: [SelectionPayload]) throws(XSelectionError)
         -> SelectionOwner.FirstFreeClaim?
     {
