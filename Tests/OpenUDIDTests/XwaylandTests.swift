@@ -82,15 +82,9 @@ import Testing
         // The library never prints, not even when its X server dies under it.
         for participant in participants {
             let printed = participant.child.standardError
-            // Known issue, to go with XSelection's move from libX11 to libxcb (issue 23):
-            // libX11, inside the library, prints lines such as "Xlib: request 43
-            // length 4 would exceed buffer size." after its server dies. Only lines
-            // of exactly that kind are tolerated; anything else printed fails the test.
-            withKnownIssue("libX11 prints on stderr after its X server dies", isIntermittent: true) {
-                #expect(printed.isEmpty, "\(participant.app) printed: \(printed)")
-            } matching: { _ in
-                printed.split(separator: "\n").allSatisfy { $0.hasPrefix("Xlib: request ") && $0.hasSuffix(" would exceed buffer size.") }
-            }
+            // libX11 used to print "Xlib: request 43 length 4 would exceed buffer
+            // size." here; XSelection speaks libxcb alone, which prints nothing.
+            #expect(printed.isEmpty, "\(participant.app) printed: \(printed)")
         }
     }
 
