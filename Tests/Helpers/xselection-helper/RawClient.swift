@@ -36,6 +36,11 @@ func runHostile(
         exit(1)
     }
     let root = XDefaultRootWindow(display)
+    if behavior == "spoil-others" {
+        // It writes to readers' windows that may be gone by then: a BadWindow
+        // must not end it, as libX11's default handler would.
+        XSetErrorHandler { _, _ in 0 }
+    }
     let window = XCreateSimpleWindow(display, root, 0, 0, 1, 1, 0, 0, 0)
     XSelectInput(display, window, PropertyChangeMask)
     let selection = XInternAtom(display, name, 0)
@@ -142,9 +147,11 @@ func runHostile(
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
         case "spoil-others":
             spoilType = request.target
-            if spoiling.insert(request.requestor).inserted {
-                XSelectInput(display, request.requestor, PropertyChangeMask)
-            }
+            // A window id comes back when the server gives a gone client's
+            // resource range to a new one: select on every request.
+            spoiling.insert(request.requestor)
+            XSelectInput(display, request.requestor, PropertyChangeMask)
+            say("spoiling 0x\(String(request.requestor, radix: 16))")
             for atom in otherAtoms { spoil(request.requestor, atom) }
             let text = Array(answer.utf8)
             XChangeProperty(display, request.requestor, property, utf8, 8, PropModeReplace, text, Int32(text.count))
