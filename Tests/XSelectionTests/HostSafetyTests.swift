@@ -25,8 +25,8 @@ import Testing
         return done.wait(timeout: timeout) == .success
     }
 
-    /// Four threads open an owner and a reader, claim a slot under a server
-    /// grab, read every slot and close, over and over, while a fifth client
+    /// Four threads open an owner and a reader, claim and release slots
+    /// (each claim under a server grab), read every slot and close, over and over, while a fifth client
     /// asks the server for a round trip without pause. With process-wide X
     /// state (libX11's global lock, an error-handler registry) one thread's
     /// grab waited on a lock that another thread held while it waited on the
@@ -59,11 +59,17 @@ import Testing
             workers.enter()
             Thread.detachNewThread {
                 defer { workers.leave() }
-                for round in 0..<40 {
+                for round in 0..<60 {
                     do {
                         let owner = try SelectionOwner(display: display)
-                        _ = try owner.claimFirstFree(of: slots, payloads: [text("w\(worker) r\(round)")])
                         let reader = try SelectionReader(display: display)
+                        // Claims (each under a grab) while the other threads open connections.
+                        for claim in 0..<4 {
+                            let payloads = [text("w\(worker) r\(round) c\(claim)")]
+                            if let held = try owner.claimFirstFree(of: slots, payloads: payloads) {
+                                try owner.release(held.selection)
+                            }
+                        }
                         _ = try reader.read(slots, target: "UTF8_STRING", options: .init(deadline: .seconds(2)))
                         reader.close()
                         owner.close()
