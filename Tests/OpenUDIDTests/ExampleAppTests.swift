@@ -131,7 +131,9 @@ import Testing
         let entries = object["slots"] as? [[String: Any]] ?? []
         let chessSelection = entries.first { $0["kind"] as? String == "selection" && $0["app"] as? String == "org.indie.chess" }
         #expect(chessSelection?["optOut"] as? Bool == true)
-        usleep(500_000)
+        // Watched for a while: a change that must not come.
+        let changed = eventually(timeout: 1) { notes.current != running.shared || photos.current != running.shared }
+        #expect(!changed)
         #expect(notes.current == running.shared)
         #expect(photos.current == running.shared)
         // They printed nothing new: for them nothing changed.

@@ -72,8 +72,9 @@ import Testing
                 "--target", "_OPENUDID_RECORD", "--text", template
             ])
         defer { sybils.signal(SIGKILL) }
-        // Let the participants see the new owners and resolve again.
-        usleep(1_000_000)
+        // The participants see the new owners and resolve again; none may move.
+        let moved = eventually(timeout: 2) { participants.contains { $0.current != honest } }
+        #expect(!moved, "a participant moved: \(participants.map { $0.current ?? "-" })")
 
         let (report, seconds) = try session.timedReport("org.fresh.app", Self.selectionOnly)
         #expect(seconds < Self.runBound)
