@@ -96,12 +96,10 @@ import Testing
             // From the reset's return until the app serves its new identifier, and
             // after, no copy of the old one.
             var sawOld = false
-            let deadline = Date().addingTimeInterval(20)
-            var moved = false
-            while !moved, Date() < deadline {
+            // Looked at every 2 ms, so that a copy that comes back and goes again is seen.
+            let moved = eventually(timeout: 20, every: 0.002) {
                 if anyCopy(session, holds: old) { sawOld = true }
-                moved = participant.current != old && copies(session).count == 3
-                if !moved { usleep(2_000) }
+                return participant.current != old && copies(session).count == 3
             }
             try #require(moved, "round \(round): the app did not move to a new identifier")
             if sawOld || anyCopy(session, holds: old) { reappeared.append("round \(round): \(old)") }

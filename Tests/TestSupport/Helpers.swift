@@ -41,8 +41,8 @@ public func requestWithHelper(display: String, _ arguments: [String]) throws -> 
 /// The wait for something another process or thread does: the bound is generous
 /// and the wait ends as soon as the condition holds, so a loaded machine makes a
 /// test slower, never different.
-public func eventually(timeout: TimeInterval = 20, _ condition: () throws -> Bool) rethrows -> Bool {
-    try waitUntil(timeout: timeout, condition)
+public func eventually(timeout: TimeInterval = 20, every interval: TimeInterval = 0.01, _ condition: () throws -> Bool) rethrows -> Bool {
+    try waitUntil(timeout: timeout, interval: interval, condition)
 }
 
 /// What waiting for the next element of an asynchronous sequence came to.
