@@ -61,6 +61,20 @@ import Testing
         #expect(owner.statistics.refused >= 1)
     }
 
+    /// Readers give each conversion the pass's time plus a random offset of up
+    /// to 2^24 ms (docs/PROTOCOL.md §5): an owner answers the widest of them.
+    @Test func answersAConversionTimedAsFarAheadAsAReaderTimesIt() throws {
+        let owner = try SelectionOwner(display: display)
+        guard case .claimed(let since) = try owner.claim("_T_OWNER_AHEAD", payloads: [text("ahead")]) else {
+            Issue.record("claim failed")
+            return
+        }
+        let widest = UInt32(truncatingIfNeeded: since.rawValue) &+ (1 << 24)
+        let answer = try requestWithHelper(
+            display: display, ["--selection", "_T_OWNER_AHEAD", "--targets", "UTF8_STRING", "--time", "\(widest)"])
+        #expect(answer.last == "ok UTF8_STRING UTF8_STRING 8 ahead")
+    }
+
     @Test func claimIfFreeLeavesAnotherOwnerAlone() throws {
         let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_OWNER_TAKEN", "--text", "theirs"])
         let owner = try SelectionOwner(display: display)

@@ -400,8 +400,18 @@ final class ReaderCore {
         slot.writes += 1
     }
 
+    /// The offsets a conversion time is drawn from, in milliseconds: up to 2^24
+    /// (4.7 hours). A forger that answers one conversion of a pass learns only
+    /// its own time and must guess the others', one chance in 2^24 per guess.
+    /// Wider would cost honest owners: an owner compares a request's time with
+    /// its claim's as a signed 32-bit difference, so a time more than 2^31 ms
+    /// after a claim reads as before it, and every extra bit of offset takes
+    /// that much off how long a claim stays answerable (24.8 days less 4.7
+    /// hours here; 2^30 would leave 12.4 days).
+    static let conversionOffsets: ClosedRange<UInt32> = 1...(1 << 24)
+
     /// A conversion time for one slot of a pass whose server time is `time`:
-    /// up to about 17 minutes later, at random. An owner of the pass learns
+    /// up to about 4.7 hours later, at random. An owner of the pass learns
     /// the time of its own conversion from the request it gets, and the
     /// reader's window and the property of every answer; with one time for
     /// the whole pass it could answer for every other slot before their
@@ -409,7 +419,7 @@ final class ReaderCore {
     /// any time from their claim on (ICCCM compares it with the claim's time
     /// only), and the server passes it on without looking at it.
     static func conversionTime(after time: UInt) -> UInt {
-        UInt(UInt32(truncatingIfNeeded: time) &+ UInt32.random(in: 1...(1 << 20)))
+        UInt(UInt32(truncatingIfNeeded: time) &+ UInt32.random(in: conversionOffsets))
     }
 
     /// The pass as `Options.settled` sees it.
