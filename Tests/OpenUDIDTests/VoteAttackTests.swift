@@ -153,6 +153,31 @@ import Testing
         #expect(participants.allSatisfy { $0.current == honest })
     }
 
+    /// Three honest selection-only apps in slots 1 to 3, and a hostile client in
+    /// slot 0 (so that a pass asks it first) that misbehaves as `behavior` says
+    /// towards slots 1 to 99 and serves a forged record of `app` of its own.
+    static func hostileInSlotZero(
+        _ session: TestSession, behavior: String, app: String
+    ) throws -> (participants: [Participant], honest: String, hostile: ChildProcess, forgery: String) {
+        // Slot 0 is held while the honest apps form, so that they take 1 to 3.
+        let placeholder = try startSelectionHelper(
+            display: SharedDisplay.display, ["own", "--prefix", session.slotPrefix + "0", "--text", "not a record"])
+        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
+        let (participants, honest) = try honestGroup(session, apps, selectionOnly)
+        placeholder.signal(SIGKILL)
+        #expect(placeholder.wait(timeout: 10) != nil)
+
+        let forgery = Identifier.random().hex
+        let others = (1..<100).map { session.slotPrefix + String($0) }
+        let hostile = try startSelectionHelper(
+            display: SharedDisplay.display,
+            [
+                "hostile", "--selection", session.slotPrefix + "0", "--behavior", behavior,
+                "--others", others.joined(separator: ","), "--text", forged(app: app, identifier: forgery)
+            ])
+        return (participants, honest, hostile, forgery)
+    }
+
     /// A client that owns one slot learns from every request it gets the
     /// reader's window and where every other slot's answer goes, and answers
     /// for all the other slots before their owners do. Counted in their
@@ -161,25 +186,10 @@ import Testing
     /// as slot theft does, and a held value beats its one ballot.
     @Test func aClientThatAnswersForTheOtherSlotsMovesNoSelectionOnlyApp() throws {
         let session = try TestSession(display: SharedDisplay.display)
-        // Slot 0 is held while the honest apps form, so that they take 1 to 3
-        // and the forger can take 0: a pass then asks the forger first.
-        let placeholder = try startSelectionHelper(
-            display: SharedDisplay.display, ["own", "--prefix", session.slotPrefix + "0", "--text", "not a record"])
-        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
-        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
-        defer { participants.forEach { $0.stop() } }
-        placeholder.signal(SIGKILL)
-        #expect(placeholder.wait(timeout: 10) != nil)
-
         // The forger answers for slots 1 to 99 as soon as it is asked for slot 0.
-        let forgery = Identifier.random().hex
-        let others = (1..<100).map { session.slotPrefix + String($0) }
-        let forger = try startSelectionHelper(
-            display: SharedDisplay.display,
-            [
-                "hostile", "--selection", session.slotPrefix + "0", "--behavior", "answer-for-others",
-                "--others", others.joined(separator: ","), "--text", Self.forged(app: "com.forge.answers", identifier: forgery)
-            ])
+        let (participants, honest, forger, forgery) = try Self.hostileInSlotZero(
+            session, behavior: "answer-for-others", app: "com.forge.answers")
+        defer { participants.forEach { $0.stop() } }
         defer { forger.signal(SIGKILL) }
         // Its own slot is one ballot, and only that.
         #expect(eventually(timeout: 10) { (try? Self.liveVotes(session, for: forgery)) == 1 })
@@ -205,23 +215,9 @@ import Testing
     /// own: the forgery must win none of them.
     @Test func aClientThatSpoilsTheOtherAnswersWinsNoAppThatStartsLater() throws {
         let session = try TestSession(display: SharedDisplay.display)
-        // Slot 0 is held while the honest apps form, so that the spoiler can take it.
-        let placeholder = try startSelectionHelper(
-            display: SharedDisplay.display, ["own", "--prefix", session.slotPrefix + "0", "--text", "not a record"])
-        let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]
-        let (participants, honest) = try Self.honestGroup(session, apps, Self.selectionOnly)
+        let (participants, honest, spoiler, forgery) = try Self.hostileInSlotZero(
+            session, behavior: "spoil-others", app: "com.forge.spoiler")
         defer { participants.forEach { $0.stop() } }
-        placeholder.signal(SIGKILL)
-        #expect(placeholder.wait(timeout: 10) != nil)
-
-        let forgery = Identifier.random().hex
-        let others = (1..<100).map { session.slotPrefix + String($0) }
-        let spoiler = try startSelectionHelper(
-            display: SharedDisplay.display,
-            [
-                "hostile", "--selection", session.slotPrefix + "0", "--behavior", "spoil-others",
-                "--others", others.joined(separator: ","), "--text", Self.forged(app: "com.forge.spoiler", identifier: forgery)
-            ])
         defer { spoiler.signal(SIGKILL) }
 
         var spoiledSeen = 0

@@ -66,10 +66,12 @@ public final class FakeSecretService: Sendable {
             if behaviour == 'silent': pending.append(invocation); return
             invocation.return_value(GLib.Variant('(s)', ('garbage \\u00e9 \\x01',)))
         def get_property(connection, sender, path, name, property):
-            if behaviour == 'silent': GLib.usleep(3600 * 1000000)
             return GLib.Variant('s', 'garbage')
         def acquired(connection, name):
-            connection.register_object('/org/freedesktop/secrets', interface, call, get_property, None)
+            # Silent: without a property getter, GDBus hands property reads to
+            # `call` too, which keeps every call pending and answers none.
+            getter = None if behaviour == 'silent' else get_property
+            connection.register_object('/org/freedesktop/secrets', interface, call, getter, None)
         def owned(connection, name):
             print('ready', flush=True)
         Gio.bus_own_name(Gio.BusType.SESSION, 'org.freedesktop.secrets', Gio.BusNameOwnerFlags.NONE, acquired, owned, None)
