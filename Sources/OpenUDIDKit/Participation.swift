@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -33,10 +32,10 @@ public final class Participation: Sendable {
 
     private let core: ParticipationCore
 
-    init(udid: OpenUDID) {
+    init(udid: OpenUDID, onChange: (@Sendable (Change) -> Void)? = nil) {
         let (stream, continuation) = AsyncStream<Change>.makeStream(bufferingPolicy: .bufferingNewest(64))
         changes = stream
-        core = ParticipationCore(udid: udid, continuation: continuation)
+        core = ParticipationCore(udid: udid, continuation: continuation, onChange: onChange)
         core.start()
     }
 
@@ -55,16 +54,43 @@ public final class Participation: Sendable {
     public func stop() { core.stop() }
 }
 
-/// The moving parts of a participation. Every mutable property is touched
-/// only on `queue`, a serial queue, which is what makes the class safe to share.
+extension OpenUDID {
+    /// Takes part as `participate()` does, and also calls `onChange` with
+    /// each change, on the participation's own thread: for a host that keeps
+    /// off Swift concurrency (the command-line tool, the C library), whose
+    /// tasks would make libdispatch wake the process once a second for good.
+    /// `onChange` must return quickly; the participation waits for it.
+    package func participate(onChange: @escaping @Sendable (Participation.Change) -> Void) -> Participation {
+        Participation(udid: self, onChange: onChange)
+    }
+}
+
+/// The moving parts of a participation.
+///
+/// All of its state lives on one thread, `loop` (an `EventLoop`), which
+/// sleeps while nothing happens. From an X event to the app's code there are
+/// two hand-offs:
+/// 1. The owner's connection thread takes every event and error of its
+///    connection from libxcb's queue; a change of another slot's owner
+///    (XFixes), the loss of the app's own slot, or of the connection, is
+///    posted to `loop`, which waits out the debounce, resolves and publishes.
+/// 2. `loop` hands a changed identifier to the app: into `changes`, whose
+///    consumer's task takes it, and to `onChange`, which for the C library
+///    queues it for the thread that calls `on_change`.
+///
+/// Resolving runs on `loop`, not on the owner's thread: it reads every slot
+/// and may wait for a keyring up to its deadline, and the owner must go on
+/// answering for the app's slot meanwhile. Every mutable property is touched
+/// only on `loop`, which is what makes the class safe to share.
 final class ParticipationCore: @unchecked Sendable {
     private let udid: OpenUDID
     private let continuation: AsyncStream<Participation.Change>.Continuation
-    private let queue = DispatchQueue(label: "OpenUDID.Participation")
-    /// Where the tasks that take the owner's events and its watch of the slots run.
-    private let events = QueueExecutor(label: "OpenUDID.Participation.events")
+    private let onChange: (@Sendable (Participation.Change) -> Void)?
+    private let loop = EventLoop()
     /// Serves this app's slot and, on the same connection, watches every slot.
     private var owner: SelectionOwner?
+    /// Counts the owners opened, so that a late event of one closed since is ignored.
+    private var connection = 0
     private var slot: Int?
     private var published: SlotRecord?
     private var report: Report?
@@ -78,26 +104,37 @@ final class ParticipationCore: @unchecked Sendable {
     private var lateReadDelay: Duration?
     /// The longest wait between reads of slots that do not answer.
     private static let lateReadLongest: Duration = .seconds(30)
+    /// How long `stop()` waits for a resolution under way to end; each of
+    /// its sources has a deadline well below it.
+    private static let stopWait: Duration = .seconds(10)
 
     private var engine: Engine { udid.engine }
     private var slots: SelectionSlots { udid.engine.slots }
 
-    init(udid: OpenUDID, continuation: AsyncStream<Participation.Change>.Continuation) {
+    init(
+        udid: OpenUDID, continuation: AsyncStream<Participation.Change>.Continuation,
+        onChange: (@Sendable (Participation.Change) -> Void)?
+    ) {
         self.udid = udid
         self.continuation = continuation
+        self.onChange = onChange
     }
 
     func start() {
-        queue.sync {
+        _ = loop.sync { [self] in
             // Watching starts before the first resolution, so a choice made
             // while it runs is not missed.
             let paths = engine.paths
-            choices = ChoiceWatcher(
-                files: [
-                    paths.optOutMarker, paths.localCacheFile(for: udid.app), paths.consentFile(for: udid.app), paths.resetMarker
-                ]
-            ) { [weak self] in self?.choiceChanged() }
-            choices?.lastState = choiceState()
+            if let watcher = ChoiceWatcher(files: [
+                paths.optOutMarker, paths.localCacheFile(for: udid.app), paths.consentFile(for: udid.app), paths.resetMarker
+            ]) {
+                watcher.lastState = choiceState()
+                choices = watcher
+                // The loop keeps the watcher, and so its descriptor, until it stops.
+                loop.watch(watcher.descriptor) { [weak self, watcher] in
+                    if watcher.takeEvents() { self?.choiceChanged() }
+                }
+            }
             connect()
             resolveAndPublish()
         }
@@ -105,16 +142,14 @@ final class ParticipationCore: @unchecked Sendable {
 
     /// One of the watched files changed. Only a change of the user's choices
     /// counts: the app's own writes of its local cache touch the same file and
-    /// must not make it resolve again.
+    /// must not make it resolve again. On `loop` only.
     private func choiceChanged() {
-        queue.async { [self] in
-            guard !stopped else { return }
-            let now = choiceState()
-            guard now != choices?.lastState else { return }
-            choices?.lastState = now
-            udid.forget()
-            schedule()
-        }
+        guard !stopped else { return }
+        let now = choiceState()
+        guard now != choices?.lastState else { return }
+        choices?.lastState = now
+        udid.forget()
+        schedule()
     }
 
     /// The user's choices as the files say: opted out (per app or for every
@@ -128,18 +163,17 @@ final class ParticipationCore: @unchecked Sendable {
     }
 
     func latest() -> Report {
-        queue.sync { report } ?? udid.resolve()
+        (loop.sync { [self] in report } ?? nil) ?? udid.resolve()
     }
 
-    func currentSlot() -> Int? { queue.sync { slot } }
+    func currentSlot() -> Int? { loop.sync { [self] in slot } ?? nil }
 
-    func refreshNow() { queue.sync { resolveAndPublish() } }
+    func refreshNow() { _ = loop.sync { [self] in resolveAndPublish() } }
 
     func stop() {
-        queue.sync {
+        loop.stop(timeout: Self.stopWait) { [self] in
             guard !stopped else { return }
             stopped = true
-            choices?.stop()
             choices = nil
             owner?.close()
             owner = nil
@@ -152,63 +186,63 @@ final class ParticipationCore: @unchecked Sendable {
 
     /// Opens the owner, which watches the slots on its own connection (one X
     /// client per app for both); on failure the app goes on without selections.
+    /// On `loop` only.
     private func connect() {
         guard !stopped, let display = udid.configuration.displayName else { return }
+        connection += 1
+        let opened = connection
+        // Called on the owner's thread: only hands the event to the loop.
+        let deliver: @Sendable (@escaping @Sendable (ParticipationCore) -> Void) -> Void = { [weak self, loop] handle in
+            guard let core = self else { return }
+            loop.post {
+                guard core.connection == opened, core.owner != nil else { return }
+                handle(core)
+            }
+        }
         do throws(XSelectionError) {
-            let owner = try SelectionOwner(display: display)
-            let watch: SelectionOwner.OwnerWatch
+            let owner = try SelectionOwner(display: display) { event in
+                switch event {
+                case .lost(let name, _): deliver { $0.slotLost(name) }
+                case .connectionLost: deliver { $0.connectionLost() }
+                }
+            }
+            let ownWindow = owner.window
             do throws(XSelectionError) {
-                watch = try owner.watchOwners(of: slots.names)
+                _ = try owner.watchOwners(of: slots.names) { event in
+                    switch event {
+                    case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
+                        break // our own claim
+                    case .changed: deliver { $0.schedule() }
+                    case .connectionLost: deliver { $0.connectionLost() }
+                    }
+                }
             } catch {
                 owner.close()
                 throw error
             }
             self.owner = owner
-            let ownWindow = owner.window
-            Task(executorPreference: events) { [weak self] in
-                for await event in watch.events {
-                    switch event {
-                    case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
-                        continue // our own claim
-                    case .changed:
-                        self?.schedule()
-                    case .connectionLost:
-                        self?.connectionLost()
-                    }
-                }
-            }
-            Task(executorPreference: events) { [weak self] in
-                for await event in owner.events {
-                    switch event {
-                    case .lost(let name, _):
-                        self?.slotLost(name)
-                    case .connectionLost:
-                        self?.connectionLost()
-                    }
-                }
-            }
         } catch {
             owner = nil
             scheduleReconnect()
         }
     }
 
+    /// On `loop` only.
     private func connectionLost() {
-        queue.async { [self] in
-            guard !stopped, owner != nil else { return }
-            owner?.close()
-            owner = nil
-            slot = nil
-            published = nil
-            resolveAndPublish()
-            scheduleReconnect()
-        }
+        guard !stopped, owner != nil else { return }
+        owner?.close()
+        owner = nil
+        slot = nil
+        published = nil
+        resolveAndPublish()
+        scheduleReconnect()
     }
 
+    /// On `loop` only.
     private func scheduleReconnect() {
         guard !reconnecting, udid.configuration.displayName != nil else { return }
         reconnecting = true
-        queue.asyncAfter(deadline: .now() + 1) { [weak self] in
+        loop.schedule(after: .seconds(1)) { [weak self] in
             guard let self else { return }
             self.reconnecting = false
             guard !self.stopped, self.owner == nil else { return }
@@ -217,31 +251,28 @@ final class ParticipationCore: @unchecked Sendable {
         }
     }
 
+    /// On `loop` only.
     private func slotLost(_ name: SelectionName) {
-        queue.async { [self] in
-            guard let slot, slots.name(slot) == name else { return }
-            self.slot = nil
-            published = nil
-            resolveAndPublish()
-        }
+        guard let slot, slots.name(slot) == name else { return }
+        self.slot = nil
+        published = nil
+        resolveAndPublish()
     }
 
     // MARK: Resolution
 
+    /// Resolves once the debounce has passed, however many changes come
+    /// meanwhile. On `loop` only.
     private func schedule() {
-        queue.async { [self] in
-            guard !scheduled, !stopped else { return }
-            scheduled = true
-            let (seconds, attoseconds) = udid.configuration.debounce.components
-            let delay = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-            queue.asyncAfter(deadline: .now() + delay) { [self] in
-                scheduled = false
-                resolveAndPublish()
-            }
+        guard !scheduled, !stopped else { return }
+        scheduled = true
+        loop.schedule(after: udid.configuration.debounce) { [self] in
+            scheduled = false
+            resolveAndPublish()
         }
     }
 
-    /// Resolves, serves the result in our slot, and reports a change. On `queue` only.
+    /// Resolves, serves the result in our slot, and reports a change. On `loop` only.
     private func resolveAndPublish() {
         guard !stopped else { return }
         let previous = report?.identifier
@@ -270,7 +301,9 @@ final class ParticipationCore: @unchecked Sendable {
         report = fresh
         udid.remember(fresh)
         if fresh.identifier != previous {
-            continuation.yield(Participation.Change(identifier: fresh.identifier, report: fresh))
+            let change = Participation.Change(identifier: fresh.identifier, report: fresh)
+            continuation.yield(change)
+            onChange?(change)
         }
         scheduleLateRead(fresh.silentSlots.isEmpty)
     }
@@ -278,8 +311,8 @@ final class ParticipationCore: @unchecked Sendable {
     /// Some slots' owners did not answer (a frozen or slow app): the vote settled
     /// without them, or they were silent to the deadline. Read again after 1 s,
     /// then 2, 4 … up to 30 s while they stay silent, so that an app that thaws
-    /// is heard. Its slot's owner did not change, so XFixes would not tell. On
-    /// `queue` only.
+    /// is heard. Its slot's owner did not change, so XFixes would not tell. No
+    /// timer runs while every slot answers. On `loop` only.
     private func scheduleLateRead(_ everyoneAnswered: Bool) {
         if everyoneAnswered {
             lateReadDelay = nil
@@ -292,9 +325,7 @@ final class ParticipationCore: @unchecked Sendable {
     }
 
     private func lateRead(after delay: Duration) {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+        loop.schedule(after: delay) { [weak self] in
             guard let self, !self.stopped, self.lateReadDelay != nil else { return }
             self.resolveAndPublish()
             // Still silent: wait longer before the next try.
@@ -392,27 +423,4 @@ struct ChoiceState: Sendable, Equatable {
     var consent: Bool
     /// The generation the reset marker names; nil when it cannot be read.
     var resetGeneration: Int64?
-}
-
-/// Runs tasks on a dispatch queue of their own instead of the shared
-/// cooperative pool.
-///
-/// A participant hears that its slot was taken, or that another slot changed,
-/// through tasks that wait on the X events. On the shared pool those tasks wait
-/// for a free thread, and a host that blocks the pool's few threads (a
-/// synchronous wait inside async code, a busy test runner) would keep the app
-/// from moving to another slot for as long as it blocks. A queue of its own
-/// gets a thread from Dispatch whatever the pool is doing.
-final class QueueExecutor: TaskExecutor {
-    private let queue: DispatchQueue
-
-    init(label: String) {
-        queue = DispatchQueue(label: label)
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
-    }
 }

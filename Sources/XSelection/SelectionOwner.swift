@@ -103,18 +103,36 @@ public final class SelectionOwner: Sendable {
     /// - Throws: `XSelectionError` naming the display when it cannot be opened.
     public init(display: String? = nil, options: Options = Options()) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        events = stream
+        (thread, shared, self.display, window) = try Self.open(display: display, options: options, sink: EventSink(continuation))
+    }
+
+    /// Connects as `init(display:options:)` does, but reports to `handler`,
+    /// called on the owner's thread, instead of on `events` (which is left
+    /// finished): for a caller that runs a loop of its own and should not need
+    /// Swift concurrency's threads to hear of a loss.
+    package init(
+        display: String? = nil, options: Options = Options(), handler: @escaping @Sendable (Event) -> Void
+    ) throws(XSelectionError) {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
+        continuation.finish()
+        events = stream
+        (thread, shared, self.display, window) = try Self.open(display: display, options: options, sink: EventSink(handler))
+    }
+
+    /// Starts the owner's thread, which opens the connection; returns the
+    /// thread, the counters it shares, the display's name and the owner's window.
+    private static func open(
+        display: String?, options: Options, sink: EventSink<Event>
+    ) throws(XSelectionError) -> (ServiceThread<OwnerCore>, OwnerShared, String, XWindow) {
         let shared = OwnerShared()
-        self.events = stream
-        self.shared = shared
         let (thread, info) = try ServiceThread.start(
             name: "XSelection.SelectionOwner", display: display,
             make: { () throws(XSelectionError) in
-                let core = try OwnerCore(display: display, options: options, events: continuation, shared: shared)
+                let core = try OwnerCore(display: display, options: options, events: sink, shared: shared)
                 return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
-            }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
-        self.thread = thread
-        self.display = info.name
-        self.window = XWindow(info.window)
+            }, failed: { sink.finish() }, run: { core, thread in core.run(thread) })
+        return (thread, shared, info.name, XWindow(info.window))
     }
 
     deinit { close() }
@@ -203,14 +221,30 @@ public final class SelectionOwner: Sendable {
     ///   is lost, or the server does not answer.
     public func watchOwners(of selections: [SelectionName]) throws(XSelectionError) -> OwnerWatch {
         let (stream, continuation) = AsyncStream<SelectionWatcher.Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        let unique = Array(Set(selections)).sorted()
         do throws(XSelectionError) {
-            let owners = try perform { core throws(XSelectionError) in try core.watch(unique, events: continuation) }
+            let owners = try watchOwners(of: selections, sink: EventSink(continuation))
             return OwnerWatch(initialOwners: owners, events: stream)
         } catch {
             continuation.finish()
             throw error
         }
+    }
+
+    /// Watches as `watchOwners(of:)` does, but reports each change to
+    /// `handler`, called on the owner's thread.
+    ///
+    /// - Returns: The owners when the watch began.
+    package func watchOwners(
+        of selections: [SelectionName], handler: @escaping @Sendable (SelectionWatcher.Event) -> Void
+    ) throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
+        try watchOwners(of: selections, sink: EventSink(handler))
+    }
+
+    private func watchOwners(
+        of selections: [SelectionName], sink: EventSink<SelectionWatcher.Event>
+    ) throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
+        let unique = Array(Set(selections)).sorted()
+        return try perform { core throws(XSelectionError) in try core.watch(unique, events: sink) }
     }
 
     /// The selections this owner holds now.

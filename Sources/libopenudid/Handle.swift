@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import OpenUDIDKit
 import Synchronization
+import XSelection
 
 /// What `openudid *` stands for: an `OpenUDID` and, once asked for, its participation.
 final class Handle: Sendable {
@@ -40,7 +41,7 @@ final class Handle: Sendable {
     func participate(_ listener: ChangeListener?, function: String) throws(CallFailure) {
         try state.withLock { (state: inout State) throws(CallFailure) in
             try Self.checkIdle(state, function: function, app: udid.app.id)
-            state = .running(Participating(udid.participate(), listener: listener))
+            state = .running(Participating(udid, listener: listener))
         }
     }
 
@@ -51,16 +52,18 @@ final class Handle: Sendable {
             try Self.checkIdle(state, function: function, app: udid.app.id)
             state = .starting(listener)
         }
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
-            let participation = self.udid.participate()
+        // A thread of its own, not Dispatch's pool: see `EventLoop`.
+        let start: @Sendable () -> Void = { [self] in
+            let participating = Participating(udid, listener: listener)
             let kept = state.withLock { state -> Bool in
                 guard case .starting = state else { return false }
-                state = .running(Participating(participation, listener: listener))
+                state = .running(participating)
                 return true
             }
             // Closed meanwhile: nothing of it may outlive the handle.
-            if !kept { participation.stop() }
+            if !kept { participating.stop() }
         }
+        if !startThread(start) { start() }
     }
 
     private static func checkIdle(_ state: State, function: String, app: String) throws(CallFailure) {
@@ -88,38 +91,28 @@ final class Handle: Sendable {
     }
 }
 
-/// A participation with the task that hands its changes to C.
+/// A participation that hands its changes to C.
 final class Participating: Sendable {
     let participation: Participation
     private let listener: ChangeListener?
-    private let forwarding: Task<Void, Never>?
 
-    init(_ participation: Participation, listener: ChangeListener?) {
-        self.participation = participation
+    /// Starts `udid`'s participation; returns once the first resolution is served.
+    init(_ udid: OpenUDID, listener: ChangeListener?) {
         self.listener = listener
-        if let listener {
-            let changes = participation.changes
-            forwarding = Task.detached {
-                for await change in changes {
-                    listener.enqueue(change.identifier.hex)
-                }
-            }
-        } else {
-            forwarding = nil
-        }
+        // From the participation's thread straight to the listener's.
+        participation = udid.participate { change in listener?.enqueue(change.identifier.hex) }
     }
 
     /// Releases the slot at once, then waits for a callback under way: a
     /// callback that blocks must not keep the slot served in the app's name.
     func stop() {
         participation.stop()
-        forwarding?.cancel()
         listener?.stop()
     }
 }
 
 /// Calls a C callback with each new identifier, one call at a time and in
-/// order, on a serial queue of its own: a callback that blocks (a Python one
+/// order, on a thread of its own: a callback that blocks (a Python one
 /// waiting for its interpreter lock) holds up nobody else's work. When it
 /// stops, it calls the destroy function with the context, once.
 final class ChangeListener: @unchecked Sendable {
@@ -130,7 +123,8 @@ final class ChangeListener: @unchecked Sendable {
     // The caller's context, passed back untouched; the library never reads it.
     private let context: UnsafeMutableRawPointer?
     private let destroy: Destroy?
-    private let queue = DispatchQueue(label: "openudid.on_change")
+    /// Where the calls run, one at a time, in order.
+    private let calls = EventLoop()
     // `stopped` and `calling` are guarded by `condition`.
     private let condition = Condition()
     private var stopped = false
@@ -152,7 +146,7 @@ final class ChangeListener: @unchecked Sendable {
     /// Queues a call with `id`.
     func enqueue(_ id: String) {
         guard let callback else { return }
-        queue.async { [self] in
+        calls.post { [self] in
             let calls = condition.withLock {
                 guard !stopped else { return false }
                 calling = pthread_self()
@@ -181,12 +175,13 @@ final class ChangeListener: @unchecked Sendable {
             }
             return false
         }
-        guard let fromCallback, let destroy else { return }
+        guard let fromCallback else { return }
         if fromCallback {
-            // After the callback under way, which the serial queue runs to its end first.
-            queue.async { [self] in self.destroy?(self.context) }
+            // After the callback under way, which the loop runs to its end first.
+            calls.stop { [self] in self.destroy?(self.context) }
         } else {
-            destroy(context)
+            destroy?(context)
+            calls.stop()
         }
     }
 }

@@ -164,12 +164,11 @@ case "serve":
     pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
     let udid = handle()
     let appScoped = parsed["scope"] == "app"
-    let participation = udid.participate()
-    // Detached: the main thread is about to block waiting for a signal.
-    Task.detached {
-        for await change in participation.changes {
-            printLine(appScoped ? change.report.appScoped.uuidString.lowercased() : change.identifier.hex)
-        }
+    // Printed from the participation's own thread: a task would make the
+    // process wake once a second while idle (libdispatch's pool on Linux),
+    // and the main thread is about to block waiting for a signal.
+    let participation = udid.participate { change in
+        printLine(appScoped ? change.report.appScoped.uuidString.lowercased() : change.identifier.hex)
     }
     var received: Int32 = 0
     while sigwait(&stopSignals, &received) != 0 {}

@@ -34,12 +34,11 @@ extension Engine {
         // to answer; the files and the mirror are read meanwhile, not after it.
         // The pass may end early once the ballots in hand settle the vote, and
         // the file slots and cache are part of that hand.
-        let group = DispatchGroup()
         let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus], spoiled: Set<UInt32>)>(
             ([], [], [], []))
         let durableInHand = DurableInHand()
         let settled = settlement(durableInHand: durableInHand, held: held, now: now)
-        DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+        let selectionPass = Spawned { [self] in
             var part = Gathered()
             gatherSelections(into: &part, now: now, settled: settled)
             selections.withLock { $0 = (part.candidates, part.rejected, part.sources, part.spoiledClients) }
@@ -63,7 +62,7 @@ extension Engine {
         let reset = gathered.reset
         durableInHand.candidates.withLock { $0 = (localCandidates, reset) }
         gatherMirror(into: &gathered, now: now)
-        group.wait()
+        selectionPass.wait()
         // Selections first, as if they had been read first: the same order every time.
         selections.withLock { part in
             gathered.candidates = part.candidates + gathered.candidates

@@ -81,7 +81,7 @@ extension Engine {
             return pending.map { repair($0.place, current: $0.current, record: record, ignoringWriter: $0.ignoringWriter, now: now) }
         }
         let done = Mutex([Repair?](repeating: nil, count: pending.count))
-        DispatchQueue.concurrentPerform(iterations: pending.count) { index in
+        Spawned.concurrently(pending.count) { [self] index in
             let entry = pending[index]
             let repaired = repair(entry.place, current: entry.current, record: record, ignoringWriter: entry.ignoringWriter, now: now)
             done.withLock { $0[index] = repaired }

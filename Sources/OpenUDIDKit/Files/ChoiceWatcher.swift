@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Synchronization
 import XSelection
@@ -11,17 +10,16 @@ import XSelection
 /// It watches, with inotify, the directory of each file, or while that does
 /// not exist the nearest ancestor that does, and arms again when directories
 /// appear. Only events on those names (and on the directories leading to them)
-/// count, so the app's own writes elsewhere do not wake it. `onChange` runs on
-/// the watcher's thread; it should only schedule work.
+/// count, so the app's own writes elsewhere do not wake it. It has no thread:
+/// the participant's loop polls `descriptor` and calls `takeEvents()`.
 final class ChoiceWatcher: Sendable {
-    private let descriptor: Int32
-    private let wake: (read: Int32, write: Int32)
+    /// The inotify descriptor; readable when something happened. It stays
+    /// open as long as the watcher, so a loop polling it never polls a
+    /// descriptor closed and reused meanwhile.
+    let descriptor: Int32
     private let files: [String]
     /// Watch descriptor → the directory it watches.
     private let watches = Mutex<[Int32: String]>([:])
-    private let stopped = Atomic<Bool>(false)
-    /// Signalled when the thread has closed its descriptors and left.
-    private let finished = DispatchSemaphore(value: 0)
     private let state = Mutex<ChoiceState?>(nil)
 
     /// The choices last acted on, kept for the participant (which compares before it resolves again).
@@ -31,42 +29,30 @@ final class ChoiceWatcher: Sendable {
     }
 
     /// Starts watching `files` (absolute paths); nil when inotify is not available.
-    init?(files: [String], onChange: @escaping @Sendable () -> Void) {
+    init?(files: [String]) {
         let descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard descriptor >= 0 else { return nil }
-        var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else {
-            close(descriptor)
-            return nil
-        }
-        for end in pipeEnds {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
         self.descriptor = descriptor
-        self.wake = (pipeEnds[0], pipeEnds[1])
         self.files = files
         arm()
-        let watcher = self
-        startThread { watcher.run(onChange) }
     }
 
-    // The descriptors live as long as the watcher: the thread holds it while it
-    // runs, so nothing can write to a descriptor closed (and reused) meanwhile.
-    deinit {
-        close(descriptor)
-        close(wake.read)
-        close(wake.write)
-    }
+    deinit { close(descriptor) }
 
-    /// Stops the thread and waits (at most a second) until it has left, so a
-    /// program may exit right after: a thread still running while the process
-    /// exits can crash it.
-    func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
-        _ = finished.wait(timeout: .now() + 1)
+    /// Reads every event waiting, without blocking, and arms again for
+    /// directories that appeared.
+    ///
+    /// - Returns: Whether any of them concerns the watched files.
+    func takeEvents() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var found = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            if relevant(buffer, count: count) { found = true }
+        }
+        if found { arm() }
+        return found
     }
 
     /// The directories to watch: each file's own, or its nearest existing ancestor.
@@ -84,23 +70,6 @@ final class ChoiceWatcher: Sendable {
             for directory in wanted where !watches.values.contains(directory) {
                 let watch = inotify_add_watch(descriptor, directory, mask)
                 if watch >= 0 { watches[watch] = directory }
-            }
-        }
-    }
-
-    private func run(_ onChange: @Sendable () -> Void) {
-        defer { finished.signal() }
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while !stopped.load(ordering: .acquiring) {
-            var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
-            if fds[1].revents != 0 { return }
-            guard fds[0].revents != 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { continue }
-            if relevant(buffer, count: count) {
-                arm()
-                onChange()
             }
         }
     }

@@ -2,6 +2,7 @@ import CLibSecret
 import Dispatch
 import FoundationEssentials
 import Glibc
+import XSelection
 
 /// The per-vendor mirror kept in the freedesktop Secret Service (gnome-keyring,
 /// KeePassXC, KWallet's Secret Service).
@@ -371,18 +372,22 @@ extension SecretServiceMirror {
     }
 }
 
-/// Cancels a `GCancellable` when a deadline passes, from a timer on another thread.
+/// Cancels a `GCancellable` when a deadline passes, from a thread of its own.
 ///
 /// Cancelling makes every pending libsecret/GDBus `_sync` call return at once, so a
 /// daemon that hangs (or a bus that never answers) cannot hold the caller.
+/// The thread waits on a semaphore, not on a Dispatch timer: Dispatch's global
+/// queues, once used, make libdispatch wake the process once a second for good,
+/// and a participant that sleeps must not use them (see `EventLoop`).
 private final class DeadlineTimer: @unchecked Sendable {
     // `cancellable` never changes after init and GCancellable is thread-safe. The
-    // timer holds its own reference, dropped in the cancel handler, which GCD runs
-    // after any running event handler, so the timer never touches a freed object.
+    // thread holds its own references to it and to the context, dropped when it
+    // ends, so it never touches a freed object.
     let cancellable: OpaquePointer
     let duration: Duration
     private let library: LibSecret
-    private let timer: DispatchSourceTimer
+    /// Signalled by `finish()`: the thread then ends without cancelling.
+    private let finished = DispatchSemaphore(value: 0)
 
     /// A timer that cancels its cancellable when `duration` has passed, and wakes
     /// `context` so that a wait for a signal in it ends too.
@@ -390,20 +395,32 @@ private final class DeadlineTimer: @unchecked Sendable {
         self.duration = duration
         self.library = library
         cancellable = library.gCancellableNew()!
-        timer = DispatchSource.makeTimerSource(queue: .global())
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        _ = library.gObjectRef(UnsafeMutableRawPointer(cancellable))
-        let context = library.gMainContextRef(context)
-        timer.setEventHandler { [self] in
-            library.gCancellableCancel(cancellable)
-            library.gMainContextWakeup(context)
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let deadline = DispatchTime.now() + .nanoseconds(nanoseconds)
+        let finished = finished
+        let cancellable = Handle(cancellable)
+        _ = library.gObjectRef(UnsafeMutableRawPointer(cancellable.pointer))
+        let context = Handle(library.gMainContextRef(context))
+        let started = startThread {
+            if finished.wait(timeout: deadline) == .timedOut {
+                library.gCancellableCancel(cancellable.pointer)
+                library.gMainContextWakeup(context.pointer)
+            }
+            library.gObjectUnref(UnsafeMutableRawPointer(cancellable.pointer))
+            library.gMainContextUnref(context.pointer)
         }
-        timer.setCancelHandler { [self] in
-            library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
-            library.gMainContextUnref(context)
+        if !started {
+            // No thread to give: the call runs without a deadline rather than not at all.
+            library.gObjectUnref(UnsafeMutableRawPointer(cancellable.pointer))
+            library.gMainContextUnref(context.pointer)
         }
-        timer.schedule(deadline: .now() + max(seconds, 0))
-        timer.activate()
+    }
+
+    /// A GLib pointer handed to the deadline's thread, which holds a reference to it.
+    private struct Handle: @unchecked Sendable {
+        let pointer: OpaquePointer?
+        init(_ pointer: OpaquePointer?) { self.pointer = pointer }
     }
 
     /// Whether the deadline passed (nothing else cancels the cancellable).
@@ -414,9 +431,9 @@ private final class DeadlineTimer: @unchecked Sendable {
         Milliseconds.seconds(duration)
     }
 
-    /// Stops the timer and drops the caller's reference; the timer's follows in its cancel handler.
+    /// Stops the timer and drops the caller's reference; the thread drops its own as it ends.
     func finish() {
-        timer.cancel()
+        finished.signal()
         library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
     }
 }

@@ -58,7 +58,7 @@ final class OwnerCore {
     var stopRequested = false
 
     private let options: SelectionOwner.Options
-    private let events: AsyncStream<SelectionOwner.Event>.Continuation
+    private let events: EventSink<SelectionOwner.Event>
     private let shared: OwnerShared
     private let chunkSize: Int
     private let incrThreshold: Int
@@ -90,13 +90,13 @@ final class OwnerCore {
     private var fixesEventBase: Int32?
     /// The selections whose owner changes this connection reports, and where to.
     private var watched: [UInt: SelectionName] = [:]
-    private var watchEvents: AsyncStream<SelectionWatcher.Event>.Continuation?
+    private var watchEvents: EventSink<SelectionWatcher.Event>?
 
     // Atoms every owner needs.
     private let targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom: UInt
 
     init(
-        display: String?, options: SelectionOwner.Options, events: AsyncStream<SelectionOwner.Event>.Continuation,
+        display: String?, options: SelectionOwner.Options, events: EventSink<SelectionOwner.Event>,
         shared: OwnerShared
     ) throws(XSelectionError) {
         connection = try Connection(name: display)
@@ -498,7 +498,7 @@ final class OwnerCore {
     /// Has XFixes report the owner changes of `names` on this connection, to
     /// `events` (ending an earlier watch), then looks up their owners: the
     /// subscription comes first, so no change falls between the two.
-    func watch(_ names: [SelectionName], events: AsyncStream<SelectionWatcher.Event>.Continuation) throws(XSelectionError)
+    func watch(_ names: [SelectionName], events: EventSink<SelectionWatcher.Event>) throws(XSelectionError)
         -> [SelectionName: SelectionHolder?]
     {
         try connection.checkAlive()

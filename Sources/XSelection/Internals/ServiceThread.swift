@@ -7,7 +7,7 @@ package final class WakePipe: Sendable {
     package let readFD: Int32
     let writeFD: Int32
 
-    init() {
+    package init() {
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds {
@@ -21,12 +21,12 @@ package final class WakePipe: Sendable {
         writeFD = fds[1]
     }
 
-    func wake() {
+    package func wake() {
         var byte: UInt8 = 1
         _ = write(writeFD, &byte, 1)
     }
 
-    func drain() {
+    package func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while read(readFD, &buffer, buffer.count) > 0 {}
     }
