@@ -24,6 +24,8 @@ struct Plan {
     var convergenceTrials100: Int { quick ? 1 : 10 }
     var convergenceSettle: Duration { quick ? .milliseconds(300) : .milliseconds(500) }
     var ownerProcesses: Int { 100 }
+    /// Windows in which an idle participant's wake-ups are counted, and their length in seconds.
+    var idle: (windows: Int, seconds: Double) { quick ? (1, 5) : (3, 10) }
 }
 
 /// Seconds in a duration.

@@ -8,6 +8,8 @@ enum Unit: String {
     case rate
     /// Bytes; smaller is better.
     case bytes
+    /// Events counted; fewer is better.
+    case count
 
     func format(_ value: Double) -> String {
         switch self {
@@ -20,6 +22,8 @@ enum Unit: String {
             return String(format: "%.0f/s", value)
         case .bytes:
             return String(format: "%.2f MiB", value / 1_048_576)
+        case .count:
+            return String(format: "%.0f", value)
         }
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 import OpenUDIDKit
 
 /// The sections of the run, in the order they run.
-let sectionNames = ["floor", "read", "scale", "busy", "serve", "flood", "converge"]
+let sectionNames = ["floor", "read", "scale", "busy", "serve", "idle", "flood", "converge"]
 
 let bench = Command(
     "openudid-bench",
@@ -140,6 +140,7 @@ do {
         try bench.serving()
         try bench.userChoices()
     }
+    try section("idle") { try bench.idleWakeups() }
     try section("flood") { try bench.floods() }
     try section("converge") { try bench.convergence() }
     results = bench.results
