@@ -64,8 +64,11 @@ extension OpenUDID {
         /// The deadline of one pass over the selection slots.
         package var readDeadline: Duration = .milliseconds(250)
         /// How long a participating app waits after a slot change before it resolves again,
-        /// so a burst of changes costs one resolution.
+        /// so a burst of changes costs one resolution: it waits until no change has come
+        /// for this long, or `debounceLongest` after the first.
         package var debounce: Duration = .milliseconds(20)
+        /// The longest a participating app puts off resolving while changes keep coming.
+        package var debounceLongest: Duration = .milliseconds(200)
         /// Whether the app needs the user's consent before anything is read,
         /// generated, written or published (`OpenUDID.grantConsent()`).
         public var consent: ConsentPolicy = .notRequired

@@ -94,7 +94,9 @@ final class ParticipationCore: @unchecked Sendable {
     private var slot: Int?
     private var published: SlotRecord?
     private var report: Report?
-    private var scheduled = false
+    /// When a resolution asked for by a change is due: once no change has
+    /// come since `quiet`, or at `latest` whatever comes; nil when none is asked for.
+    private var debounceDue: (quiet: ContinuousClock.Instant, latest: ContinuousClock.Instant)?
     private var stopped = false
     private var reconnecting = false
     /// Tells of the user's choices made on disk by any process (opt-out, consent, reset).
@@ -261,13 +263,31 @@ final class ParticipationCore: @unchecked Sendable {
 
     // MARK: Resolution
 
-    /// Resolves once the debounce has passed, however many changes come
-    /// meanwhile. On `loop` only.
+    /// Resolves once no change has come for the debounce, or the longest
+    /// debounce after the first: a burst of changes (a hundred apps starting
+    /// at once) costs one resolution per longest debounce instead of one per
+    /// debounce, and a lone change is still heard after the debounce. On
+    /// `loop` only.
     private func schedule() {
-        guard !scheduled, !stopped else { return }
-        scheduled = true
-        loop.schedule(after: udid.configuration.debounce) { [self] in
-            scheduled = false
+        guard !stopped else { return }
+        let now = ContinuousClock.now
+        let quietUntil = now + udid.configuration.debounce
+        if let due = debounceDue {
+            debounceDue = (quiet: quietUntil, latest: due.latest)
+            return
+        }
+        debounceDue = (quiet: quietUntil, latest: now + udid.configuration.debounceLongest)
+        awaitDebounce()
+    }
+
+    /// Waits for the debounce `schedule()` set, then resolves. On `loop` only.
+    private func awaitDebounce() {
+        guard let due = debounceDue else { return }
+        let wait = ContinuousClock.now.duration(to: min(due.quiet, due.latest))
+        loop.schedule(after: max(wait, .zero)) { [self] in
+            guard let due = debounceDue else { return }
+            guard ContinuousClock.now >= min(due.quiet, due.latest) else { return awaitDebounce() }
+            debounceDue = nil
             resolveAndPublish()
         }
     }
