@@ -12,7 +12,7 @@ extension OpenUDID {
     /// Without an X display (or after losing it) the app keeps working from its
     /// file slot and the mirror, and takes part again when a server comes back.
     ///
-    /// - Returns: The participation; it ends when stopped or released.
+    /// - Returns: The participation; it ends when closed or released.
     public func participate() -> Participation {
         Participation(udid: self)
     }
@@ -51,8 +51,9 @@ public final class Participation: Sendable {
     /// Resolves again now (for example after `optOut()`), and publishes the result.
     public func refresh() { core.refreshNow() }
 
-    /// Stops serving the slot (the selection is released) and ends `changes`.
-    public func stop() { core.stop() }
+    /// Stops taking part: the slot is no longer served (the selection is
+    /// released) and `changes` ends. Releasing the participation does the same.
+    public func close() { core.stop() }
 }
 
 /// The moving parts of a participation. Every mutable property is touched
@@ -368,20 +369,27 @@ extension Report {
             id: identifier, app: app.id, vendor: app.vendor, born: born, written: born, optOut: false, generation: generation)
     }
 
+    /// How the vote went, in the shape the participation asks it
+    /// (`resolution?.origin`); nil when none was held (opted out).
+    var resolution: (origin: Origin, decidedBy: Tier?)? {
+        origin == .optedOut ? nil : (origin, decidedBy)
+    }
+
     /// The selection slots whose owner did not answer in this pass: not waited
     /// for (the vote settled without them) or silent until the deadline.
     /// Slots read again later: silent ones, and spoiled ones, whose owner may be
     /// heard once the client that writes into its answers stops.
     var silentSlots: [Rejection] {
-        rejected.filter { ["not-awaited", "no-answer", SelectionSlots.spoiledCode].contains($0.code) }
+        rejected.filter { [.notAwaited, .noAnswer, .spoiled].contains($0.code) }
     }
 
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {
         Report(
-            app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
-            rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot,
-            environment: environment, generation: generation)
+            app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot, origin: origin,
+            decidedBy: decidedBy, votes: votes, agreeing: agreeing, disagreeing: disagreeing, ignored: ignored,
+            conflicts: conflicts, replaced: replaced, sources: sources, rejected: rejected, repairs: repairs,
+            mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, environment: environment)
     }
 }
 

@@ -59,7 +59,7 @@ final class Handle: Sendable {
                 return true
             }
             // Closed meanwhile: nothing of it may outlive the handle.
-            if !kept { participation.stop() }
+            if !kept { participation.close() }
         }
     }
 
@@ -112,7 +112,7 @@ final class Participating: Sendable {
     /// Releases the slot at once, then waits for a callback under way: a
     /// callback that blocks must not keep the slot served in the app's name.
     func stop() {
-        participation.stop()
+        participation.close()
         forwarding?.cancel()
         listener?.stop()
     }
