@@ -178,7 +178,7 @@ private final class Controller: Sendable {
                 return quitting
             }
             if quitAlready {
-                participation.stop()
+                participation.close()
                 return
             }
             optedOut.withLock { $0 = participation.report.optOut == .app }
@@ -225,7 +225,7 @@ private final class Controller: Sendable {
             quitting = true
             return self.participation.withLock { $0 }
         }
-        participation?.stop()
+        participation?.close()
         window.close()
     }
 

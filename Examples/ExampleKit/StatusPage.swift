@@ -79,30 +79,31 @@ struct StatusPage {
         case nil:
             break
         }
-        guard let resolution = report.resolution else { return [Line("  No vote was held.")] }
         var lines: [Line] = []
-        switch resolution.origin {
+        switch report.origin {
         case .consensus:
-            lines.append(Line("  Consensus: " + voteSummary(resolution)))
+            lines.append(Line("  Consensus: " + voteSummary(report)))
         case .generated:
             lines.append(Line("  Generated here: no other app and no mirror had one."))
         case .keptLocal:
-            lines.append(Line("  Kept this app's own value: " + voteSummary(resolution)))
+            lines.append(Line("  Kept this app's own value: " + voteSummary(report)))
+        case .optedOut:
+            return [Line("  No vote was held.")]
         }
-        if let replaced = resolution.replaced {
+        if let replaced = report.replaced {
             lines.append(Line("  It gave up its own \(replaced.hex.prefix(8))... to join the others.", colour: Self.dim))
         }
         let shown = 6
-        let ballots = resolution.agreeing.map { ($0, true) } + resolution.disagreeing.map { ($0, false) }
-        for (candidate, agrees) in ballots.prefix(shown) {
-            var row = "   \(agrees ? "+" : "x") " + Self.padded(place(candidate.source), to: 18) + " " + who(candidate, report: report)
-            if !agrees { row += "  says \(candidate.record.id.hex.prefix(8))..." }
+        let ballots = report.agreeing.map { ($0, true) } + report.disagreeing.map { ($0, false) }
+        for (ballot, agrees) in ballots.prefix(shown) {
+            var row = "   \(agrees ? "+" : "x") " + Self.padded(place(ballot), to: 18) + " " + who(ballot, report: report)
+            if !agrees { row += "  says \(ballot.identifier.hex.prefix(8))..." }
             lines.append(Line(row, colour: agrees ? Self.foreground : Self.alarm))
         }
         // Apps that opted out are there, and abstain: show them, so a reader sees why they do not count.
-        let abstaining = resolution.ignored.filter { $0.reason == .optedOut }.map(\.candidate)
-        for candidate in abstaining.prefix(max(0, shown - ballots.count)) {
-            let row = "   - " + Self.padded(place(candidate.source), to: 18) + " " + who(candidate, report: report) + ", opted out"
+        let abstaining = report.ignored.filter { $0.reason == .optedOut }.map(\.ballot)
+        for ballot in abstaining.prefix(max(0, shown - ballots.count)) {
+            let row = "   - " + Self.padded(place(ballot), to: 18) + " " + who(ballot, report: report) + ", opted out"
             lines.append(Line(row, colour: Self.dim))
         }
         if ballots.count > shown {
@@ -112,36 +113,37 @@ struct StatusPage {
     }
 
     /// "3 apps agreed, 1 disagreed", counting a vendor mirror apart from the apps.
-    private func voteSummary(_ resolution: Resolution) -> String {
-        let isMirror: (Candidate) -> Bool = { if case .vendorMirror = $0.source { true } else { false } }
-        let apps = resolution.agreeing.filter { !isMirror($0) }.count
-        let mirrors = resolution.agreeing.filter(isMirror).count
+    private func voteSummary(_ report: Report) -> String {
+        let apps = report.agreeing.filter { $0.kind != .mirror }.count
+        let mirrors = report.agreeing.filter { $0.kind == .mirror }.count
         var text = Self.count(apps, "app")
         if mirrors > 0 { text += " and " + Self.count(mirrors, "mirror") }
-        text += " agreed, \(resolution.disagreeing.count) disagreed"
+        text += " agreed, \(report.disagreeing.count) disagreed"
         return text
     }
 
-    private func place(_ source: Candidate.Source) -> String {
-        switch source {
-        case .selection(let slot, _): "selection slot \(slot)"
+    /// Where a ballot came from, shortly: `selection slot 3`, `secret-service mirror`.
+    private func place(_ ballot: Report.Ballot) -> String {
+        switch ballot.kind {
+        case .selection: "selection " + (ballot.source.components(separatedBy: " (").first ?? ballot.source)
         case .fileSlot: "file slot"
         case .localCache: "local cache"
-        case .vendorMirror(let store, _): "\(store) mirror"
+        case .mirror: ballot.source.components(separatedBy: " of ").first ?? "mirror"
         case .held: "value held in memory"
         }
     }
 
-    private func who(_ candidate: Candidate, report: Report) -> String {
-        if case .vendorMirror(_, let vendor) = candidate.source { return "vendor \(vendor)" }
-        return candidate.record.app == report.app.id ? "\(candidate.record.app) (this app)" : candidate.record.app
+    private func who(_ ballot: Report.Ballot, report: Report) -> String {
+        // The mirror read is always the resolving app's vendor's.
+        if ballot.kind == .mirror { return "vendor \(report.app.vendor)" }
+        return ballot.app == report.app.id ? "\(ballot.app) (this app)" : ballot.app
     }
 
     // MARK: This app
 
     private func slotLine(_ slot: Int?, report: Report) -> String {
         if let slot { return "Serves selection slot \(slot)." }
-        if let selections = report.sources.first(where: { $0.name == "selections" }), !selections.isAvailable {
+        if let selections = report.sources.first(where: { $0.place == .selection }), !selections.isAvailable {
             return "Serves no selection slot: the X display cannot be used."
         }
         return "Serves no selection slot yet."
@@ -154,18 +156,20 @@ struct StatusPage {
             if record.id == report.identifier { return "\(label) holds this identifier." }
             return "\(label) holds \(record.id.hex.prefix(8))..."
         }
-        if let repair = report.repairs.first(where: { $0.place == "mirror" }), repair.outcome == .written {
+        if report.repairs.contains(.written(.mirror)) {
             return "\(label) was empty, now holds it."
         }
         return "\(label) empty."
     }
 
     private func sourcesLine(_ report: Report) -> String {
-        let names = ["selections": "selections", "file-slots": "file slots", "local-cache": "local cache", "mirror": "mirror"]
+        let names: [Report.Place: String] = [
+            .selection: "selections", .fileSlot: "file slots", .localCache: "local cache", .mirror: "mirror"
+        ]
         let parts = report.sources.map { status -> String in
-            let name = names[status.name] ?? status.name
-            switch status.state {
-            case .read(let records): return "\(name) \(records)"
+            let name = names[status.place] ?? status.place.rawValue
+            switch status {
+            case .read(_, let records): return "\(name) \(records)"
             case .unavailable: return "\(name) unavailable"
             case .notUsed: return "no \(name)"
             }

@@ -23,9 +23,9 @@ import FoundationEssentials
 /// zeros) the result is the nil UUID instead. docs/PROTOCOL.md §11 states the
 /// rule and docs/vectors/app-scoped.json holds vectors another implementation
 /// can check itself against.
-public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
+package struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The 16 bytes, version and variant bits included.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// Derives the identifier of `appID` from the shared identifier, or the
     /// nil UUID when the user opted out.
@@ -33,7 +33,7 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - shared: The shared identifier; `Identifier.optedOut` gives the nil UUID.
     ///   - appID: The application's reverse-DNS ID, used byte for byte as given.
-    public init(shared: Identifier, appID: String) {
+    package init(shared: Identifier, appID: String) {
         if shared.isOptedOut {
             self.init(uuidBytes: [UInt8](repeating: 0, count: 16))
         } else {
@@ -51,7 +51,7 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     ///   - shared: The shared identifier's 20 raw bytes.
     ///   - appID: The application's reverse-DNS ID, such as `com.acme.notes`.
     /// - Precondition: `shared` holds exactly 20 bytes.
-    public init(shared: [UInt8], appID: String) {
+    package init(shared: [UInt8], appID: String) {
         precondition(shared.count == 20, "a shared identifier has 20 bytes, not \(shared.count)")
         self.init(key: shared, message: Array(appID.utf8))
     }
@@ -61,7 +61,7 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// systemd uses it with the 16-byte machine ID as the key and an application's
     /// 16-byte UUID as the message; `systemd-id128 -a <app-uuid> machine-id` prints
     /// the same value.
-    public init(key: [UInt8], message: [UInt8]) {
+    package init(key: [UInt8], message: [UInt8]) {
         var digest = SHA256.hmac(key: key, message: message)
         digest[6] = (digest[6] & 0x0F) | 0x40
         digest[8] = (digest[8] & 0x3F) | 0x80
@@ -69,7 +69,7 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The identifier as a lowercase UUID, such as `63399cd3-47fd-4ef8-9157-e3ae2af46913`.
-    public var uuidString: String {
+    package var uuidString: String {
         let hex = bytes.map { byte in
             let digits = String(byte, radix: 16)
             return digits.count == 1 ? "0" + digits : digits
@@ -80,10 +80,10 @@ public struct AppScopedIdentifier: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The UUID string.
-    public var description: String { uuidString }
+    package var description: String { uuidString }
 
     /// The identifier as a `UUID`.
-    public var uuid: UUID {
+    package var uuid: UUID {
         let b = bytes
         return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
     }

@@ -12,6 +12,7 @@ public enum MirrorChoice: Sendable, CustomStringConvertible {
     /// No mirror: the identifier lives in selections, file slots and local caches only.
     case none
 
+    /// The choice's name: `automatic`, `secret-service`, `file` or `none`.
     public var description: String {
         switch self {
         case .automatic: "automatic"
@@ -22,7 +23,7 @@ public enum MirrorChoice: Sendable, CustomStringConvertible {
     }
 
     /// Parses the names the command-line tool accepts: `automatic`, `secret-service`, `file`, `none`.
-    public init?(name: String) {
+    package init?(name: String) {
         switch name {
         case "automatic", "auto": self = .automatic
         case "secret-service": self = .secretService
@@ -69,9 +70,14 @@ extension OpenUDID {
         package var debounce: Duration = .milliseconds(20)
         /// The longest a participating app puts off resolving while changes keep coming.
         package var debounceLongest: Duration = .milliseconds(200)
-        /// Whether the app needs the user's consent before anything is read,
-        /// generated, written or published (`OpenUDID.grantConsent()`).
-        public var consent: ConsentPolicy = .notRequired
+        /// Whether the app takes part only once the user has consented: until
+        /// `OpenUDID.grantConsent()` records the user's consent for the app, it
+        /// reads, generates, writes and publishes nothing, and reports the
+        /// all-zero identifier with `OptOut.noConsent`. Off by default.
+        ///
+        /// A device identifier is personal data in the EU, and storing or reading
+        /// one on the user's device needs consent unless strictly necessary.
+        public var requiresConsent = false
         /// The file system every file call of this handle goes through: `.system`,
         /// or in a test an instance with injected faults.
         package var fileSystem: FileSystem = .system
@@ -98,18 +104,4 @@ extension OpenUDID {
             return nil
         }
     }
-}
-
-/// Whether an app asks the user before it takes part.
-///
-/// A device identifier is personal data in the EU, and storing or reading one
-/// on the user's device needs consent unless strictly necessary. With
-/// `required`, a handle reads, generates, writes and publishes nothing until
-/// `OpenUDID.grantConsent()` records the user's consent for the app; until
-/// then it reports the all-zero identifier with `OptOut.noConsent`.
-public enum ConsentPolicy: Sendable, Hashable {
-    /// The app takes part without asking (the library's default).
-    case notRequired
-    /// The app takes part only once the user has consented.
-    case required
 }

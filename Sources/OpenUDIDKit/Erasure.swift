@@ -32,7 +32,7 @@ extension OpenUDID {
     /// - Returns: What was (or would be) removed, and what could not be.
     /// - Throws: `OpenUDIDError` when there is no home directory, or when an
     ///   erasure lock cannot be taken (nothing is removed then).
-    public static func forgetEverything(
+    static func forgetEverything(
         dryRun: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(OpenUDIDError) -> Erasure {
         let paths: StoragePaths

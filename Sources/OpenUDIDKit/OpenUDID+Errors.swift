@@ -37,7 +37,7 @@ public struct OpenUDIDError: Error, Sendable, Equatable, CustomStringConvertible
     public let message: String
     /// The system's error number when a system call failed (`ENOSPC`, `EROFS`, `EACCES`…), else `nil`.
     public let errno: Int32?
-    /// The error this one was made from, when there is one (an ``IdentityError`` for an invalid app id).
+    /// The error this one was made from, when there is one (for an invalid app id, the rule it breaks).
     public let underlying: (any Error & Sendable)?
 
     /// Creates an error.

@@ -101,7 +101,7 @@ public final class OpenUDID: Sendable {
 
     // MARK: Consent
 
-    /// Whether the user's consent for this app is recorded (see `ConsentPolicy`).
+    /// Whether the user's consent for this app is recorded (see `Configuration.requiresConsent`).
     public var hasConsent: Bool { engine.hasConsent }
 
     /// Records the user's consent for this app, kept beside its local cache
@@ -170,29 +170,6 @@ public final class OpenUDID: Sendable {
         cached.withLock { $0 = nil }
     }
 
-    /// Opts the user out for every participating app (a marker in `$XDG_CONFIG_HOME/openudid/`).
-    ///
-    /// - Parameter environment: Where to find the config directory; by default this process's.
-    public static func optOutEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
-        let paths: StoragePaths
-        do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
-        let stamp = "opted out at \(Milliseconds.iso8601(Milliseconds.since1970(Date())))\n"
-        do { try AtomicFile.write(Data(stamp.utf8), to: paths.optOutMarker, below: paths.configHome) } catch { throw OpenUDIDError(error) }
-    }
-
-    /// Undoes `optOutEverywhere(environment:)`.
-    public static func optInEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) throws(OpenUDIDError) {
-        let paths: StoragePaths
-        do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
-        do { try AtomicFile.remove(paths.optOutMarker, below: paths.configHome) } catch { throw OpenUDIDError(error) }
-    }
-
-    /// Whether the user opted out for every app.
-    public static func isOptedOutEverywhere(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
-        guard let paths = try? StoragePaths(environment: environment) else { return false }
-        return FileSystem.system.exists(paths.optOutMarker)
-    }
-
     // MARK: Removal
 
     /// Deletes what uninstalling `app` together with its data would: its file
@@ -208,7 +185,7 @@ public final class OpenUDID: Sendable {
     ///   - environment: Where to find the data directory; by default this process's.
     /// - Throws: `OpenUDIDError` for an invalid id, when a file cannot be removed,
     ///   or when the erasure lock cannot be taken (nothing is removed then).
-    public static func removeApp(
+    static func removeApp(
         _ app: String, namespace: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(OpenUDIDError) {

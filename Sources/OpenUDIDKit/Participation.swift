@@ -11,7 +11,7 @@ extension OpenUDID {
     /// Without an X display (or after losing it) the app keeps working from its
     /// file slot and the mirror, and takes part again when a server comes back.
     ///
-    /// - Returns: The participation; it ends when stopped or released.
+    /// - Returns: The participation; it ends when closed or released.
     public func participate() -> Participation {
         Participation(udid: self)
     }
@@ -50,8 +50,9 @@ public final class Participation: Sendable {
     /// Resolves again now (for example after `optOut()`), and publishes the result.
     public func refresh() { core.refreshNow() }
 
-    /// Stops serving the slot (the selection is released) and ends `changes`.
-    public func stop() { core.stop() }
+    /// Stops taking part: the slot is no longer served (the selection is
+    /// released) and `changes` ends. Releasing the participation does the same.
+    public func close() { core.stop() }
 }
 
 extension OpenUDID {
@@ -302,7 +303,7 @@ final class ParticipationCore: @unchecked Sendable {
         // their own and, with every tie going to the value an app holds, stay
         // apart. The X server serialises them instead (docs/PROTOCOL.md §6).
         var generationLock: SelectionName?
-        if fresh.resolution?.origin == .generated, !udid.configuration.usesFiles, let lock = takeGenerationLock() {
+        if fresh.origin == .generated, !udid.configuration.usesFiles, let lock = takeGenerationLock() {
             generationLock = lock
             fresh = udid.exclusively { engine.resolve(slot: slot, held: report?.heldRecord) }
         }
@@ -424,15 +425,16 @@ extension Report {
     /// Slots read again later: silent ones, and spoiled ones, whose owner may be
     /// heard once the client that writes into its answers stops.
     var silentSlots: [Rejection] {
-        rejected.filter { ["not-awaited", "no-answer", SelectionSlots.spoiledCode].contains($0.code) }
+        rejected.filter { [.notAwaited, .noAnswer, .spoiled].contains($0.code) }
     }
 
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {
         Report(
-            app: app, identifier: identifier, born: born, optOut: optOut, resolution: resolution, sources: sources,
-            rejected: rejected, repairs: repairs, mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, slot: slot,
-            environment: environment, generation: generation)
+            app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot, origin: origin,
+            decidedBy: decidedBy, votes: votes, agreeing: agreeing, disagreeing: disagreeing, ignored: ignored,
+            conflicts: conflicts, replaced: replaced, sources: sources, rejected: rejected, repairs: repairs,
+            mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, environment: environment)
     }
 }
 

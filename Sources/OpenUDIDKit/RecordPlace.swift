@@ -66,6 +66,8 @@ package enum StoreRead: Sendable, Equatable {
 package protocol RecordPlace: Sendable {
     /// The place's name in reports: `"file slot"`, `"local cache"`, `"mirror"`.
     var name: String { get }
+    /// The kind of place it is, as reports name it.
+    var kind: Report.Place { get }
     /// Where the record is, for messages: a path, or the store and vendor.
     var location: String { get }
     /// Reads the record's bytes, not yet validated.

@@ -1,17 +1,64 @@
 import FoundationEssentials
 import Glibc
 
-/// A record that was found but not counted, and why.
-public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
+/// Why an app reports the all-zero identifier.
+public enum OptOut: String, Sendable, Hashable, Codable {
+    /// This app opted out.
+    case app
+    /// The user opted out for every app.
+    case user
+    /// The app requires the user's consent (`Configuration.requiresConsent`) and
+    /// has none recorded: nothing was read, generated, written or published.
+    case noConsent = "no-consent"
+}
+
+/// A record that was found but not counted, and why: `{place, code, reason}`.
+public struct Rejection: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Why a record was not counted, as a stable token (docs/PROTOCOL.md §12
+    /// `rejected[].code`): one of the static members, or a record token of §3
+    /// (`duplicate-key`, `in-future`, …) when the bytes were read but refused.
+    /// New codes may come in later versions.
+    public struct Code: RawRepresentable, Sendable, Hashable, Codable {
+        /// The token, such as `no-answer`.
+        public let rawValue: String
+
+        /// The code spelled `rawValue`.
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        /// A selection answered with data that is not 8-bit text.
+        public static let wrongType = Code(rawValue: "wrong-type")
+        /// The selection's owner refused both targets.
+        public static let refused = Code(rawValue: "refused")
+        /// The selection's owner did not answer within the deadline.
+        public static let noAnswer = Code(rawValue: "no-answer")
+        /// A transfer or file over 4096 bytes, which is not read.
+        public static let tooLarge = Code(rawValue: "too-large")
+        /// The app's local cache holds another app's record.
+        public static let misplaced = Code(rawValue: "misplaced")
+        /// A file or store that could not be read.
+        public static let unreadable = Code(rawValue: "unreadable")
+        /// File slots beyond the 1000 read.
+        public static let tooManyFiles = Code(rawValue: "too-many-files")
+        /// Another app held the generation lock too long (§6.4).
+        public static let generationLock = Code(rawValue: "generation-lock")
+        /// The slot changed owner while it was read.
+        public static let ownerChanged = Code(rawValue: "owner-changed")
+        /// The slot's owner had not answered when the answers in hand settled the vote.
+        public static let notAwaited = Code(rawValue: "not-awaited")
+        /// Another client wrote into the slot's answer in every pass.
+        public static let spoiled = Code(rawValue: "spoiled")
+        /// Spoiled answers could have changed the live vote, so the selections cast no ballot.
+        public static let undecided = Code(rawValue: "undecided")
+    }
+
     /// Where it was found: "selection _OPENUDID_SLOT_3 (window 0x... of client 0x...)", a file path, a store.
     public let place: String
+    /// Why it was not counted, as a stable token for programs.
+    public let code: Code
     /// Why it was not counted, for a person to read.
     public let reason: String
-    /// Why it was not counted, as a stable token for programs: a record
-    /// rejection's token (`duplicate-key`, `in-future`, … docs/PROTOCOL.md §3),
-    /// or `wrong-type`, `refused`, `no-answer`, `owner-changed`, `not-awaited`,
-    /// `unreadable`, `too-many-files`, `generation-lock` (§12).
-    public let code: String
 
     /// Creates a rejection.
     ///
@@ -19,142 +66,452 @@ public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
     ///   - place: Where the record was found.
     ///   - reason: Why it was not counted, for a person.
     ///   - code: The same as a stable token.
-    public init(_ place: String, _ reason: String, code: String = "unreadable") {
+    package init(_ place: String, _ reason: String, code: Code = .unreadable) {
         self.place = place
         self.reason = reason
         self.code = code
+    }
+
+    /// Creates a rejection whose code is spelled `code`.
+    package init(_ place: String, _ reason: String, code: String) {
+        self.init(place, reason, code: Code(rawValue: code))
     }
 
     /// A description for people.
     public var description: String { "\(place): \(reason)" }
 }
 
-/// The state of one source during a resolution.
-public struct SourceStatus: Sendable, Hashable, CustomStringConvertible {
-    /// What happened to the source.
-    public enum State: Sendable, Hashable {
-        /// It was read; this many valid records came from it.
-        case read(records: Int)
-        /// It could not be read: what it holds is unknown, and nothing is written to it.
-        case unavailable(String)
-        /// It was not used (no display configured, no mirror chosen).
-        case notUsed(String)
-    }
+/// What happened to one source during a resolution: `{name, state, records?, detail?}`.
+public enum SourceStatus: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// It was read; this many valid records came from it.
+    case read(Report.Place, records: Int)
+    /// It could not be read: what it holds is unknown, and nothing is written to it.
+    case unavailable(Report.Place, String)
+    /// It was not used (no display configured, no mirror chosen), and why.
+    case notUsed(Report.Place, String)
 
-    /// The source: `selections`, `file-slots`, `local-cache` or `mirror`.
-    public let name: String
-    /// What happened.
-    public let state: State
-
-    /// Creates a status.
-    public init(_ name: String, _ state: State) {
-        self.name = name
-        self.state = state
+    /// The source.
+    public var place: Report.Place {
+        switch self {
+        case .read(let place, _), .unavailable(let place, _), .notUsed(let place, _): place
+        }
     }
 
     /// Whether the source answered.
-    public var isAvailable: Bool { if case .read = state { true } else { false } }
+    public var isAvailable: Bool { if case .read = self { true } else { false } }
 
-    /// A description for people.
+    /// A description for people: `selections: 3 record(s)`.
     public var description: String {
-        switch state {
-        case .read(let count): "\(name): \(count) record(s)"
-        case .unavailable(let why): "\(name): unavailable: \(why)"
-        case .notUsed(let why): "\(name): not used: \(why)"
+        switch self {
+        case .read(let place, let count): "\(place.sourceName): \(count) record(s)"
+        case .unavailable(let place, let why): "\(place.sourceName): unavailable: \(why)"
+        case .notUsed(let place, let why): "\(place.sourceName): not used: \(why)"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case name, state, records, detail }
+
+    /// Decodes `{name, state, records?, detail?}`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let name = try container.decode(String.self, forKey: .name)
+        guard let place = Report.Place(sourceName: name) else {
+            throw DecodingError.dataCorruptedError(forKey: .name, in: container, debugDescription: "unknown source \(name)")
+        }
+        let detail = try container.decodeIfPresent(String.self, forKey: .detail) ?? ""
+        switch try container.decode(String.self, forKey: .state) {
+        case "read": self = .read(place, records: try container.decodeIfPresent(Int.self, forKey: .records) ?? 0)
+        case "unavailable": self = .unavailable(place, detail)
+        case "not-used": self = .notUsed(place, detail)
+        case let state: throw DecodingError.dataCorruptedError(forKey: .state, in: container, debugDescription: "unknown state \(state)")
+        }
+    }
+
+    /// Encodes `{name, state, records?, detail?}`: `records` when read, `detail` otherwise.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(place.sourceName, forKey: .name)
+        switch self {
+        case .read(_, let records):
+            try container.encode("read", forKey: .state)
+            try container.encode(records, forKey: .records)
+        case .unavailable(_, let why):
+            try container.encode("unavailable", forKey: .state)
+            try container.encode(why, forKey: .detail)
+        case .notUsed(_, let why):
+            try container.encode("not-used", forKey: .state)
+            try container.encode(why, forKey: .detail)
         }
     }
 }
 
-/// What an app did to one place it owns after resolving.
-public struct Repair: Sendable, Hashable, CustomStringConvertible {
-    /// The outcome.
-    public enum Outcome: Sendable, Hashable {
-        /// The winner was written.
-        case written
-        /// The place already held the winner.
-        case unchanged
-        /// Not written, and why (for example: the store could not be read, so it is left alone).
-        case skipped(String)
-        /// Writing failed; the old content is intact.
-        case failed(String)
+/// What an app did to one place it owns after resolving: `{place, outcome, detail?}`.
+public enum Repair: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The winner was written.
+    case written(Report.Place)
+    /// The place already held the winner.
+    case unchanged(Report.Place)
+    /// Not written, and why (for example: the store could not be read, so it is left alone).
+    case skipped(Report.Place, String)
+    /// Writing failed, and why; the old content is intact.
+    case failed(Report.Place, String)
+
+    /// The place.
+    public var place: Report.Place {
+        switch self {
+        case .written(let place), .unchanged(let place), .skipped(let place, _), .failed(let place, _): place
+        }
     }
 
-    /// The place: `selection slot`, `file slot`, `local cache`, `mirror`.
-    public let place: String
-    /// What happened.
-    public let outcome: Outcome
-
-    /// Creates a repair report.
-    public init(_ place: String, _ outcome: Outcome) {
-        self.place = place
-        self.outcome = outcome
-    }
-
-    /// A description for people.
+    /// A description for people: `file slot: written`.
     public var description: String {
-        switch outcome {
-        case .written: "\(place): written"
-        case .unchanged: "\(place): unchanged"
-        case .skipped(let why): "\(place): skipped: \(why)"
-        case .failed(let why): "\(place): failed: \(why)"
+        switch self {
+        case .written(let place): "\(place.repairName): written"
+        case .unchanged(let place): "\(place.repairName): unchanged"
+        case .skipped(let place, let why): "\(place.repairName): skipped: \(why)"
+        case .failed(let place, let why): "\(place.repairName): failed: \(why)"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case place, outcome, detail }
+
+    /// Decodes `{place, outcome, detail?}`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let name = try container.decode(String.self, forKey: .place)
+        guard let place = Report.Place(repairName: name) else {
+            throw DecodingError.dataCorruptedError(forKey: .place, in: container, debugDescription: "unknown place \(name)")
+        }
+        let detail = try container.decodeIfPresent(String.self, forKey: .detail) ?? ""
+        switch try container.decode(String.self, forKey: .outcome) {
+        case "written": self = .written(place)
+        case "unchanged": self = .unchanged(place)
+        case "skipped": self = .skipped(place, detail)
+        case "failed": self = .failed(place, detail)
+        case let outcome:
+            throw DecodingError.dataCorruptedError(forKey: .outcome, in: container, debugDescription: "unknown outcome \(outcome)")
+        }
+    }
+
+    /// Encodes `{place, outcome, detail?}`: `detail` when skipped or failed.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(place.repairName, forKey: .place)
+        switch self {
+        case .written: try container.encode("written", forKey: .outcome)
+        case .unchanged: try container.encode("unchanged", forKey: .outcome)
+        case .skipped(_, let why):
+            try container.encode("skipped", forKey: .outcome)
+            try container.encode(why, forKey: .detail)
+        case .failed(_, let why):
+            try container.encode("failed", forKey: .outcome)
+            try container.encode(why, forKey: .detail)
         }
     }
 }
 
-/// Why an app reports the all-zero identifier.
-public enum OptOut: String, Sendable, Hashable, Codable {
-    /// This app opted out.
-    case app
-    /// The user opted out for every app.
-    case user
-    /// The app requires the user's consent (`ConsentPolicy.required`) and
-    /// has none recorded: nothing was read, generated, written or published.
-    case noConsent = "no-consent"
-}
+/// The outcome of one resolution, with its provenance: what `openudid get --json`
+/// prints, key for key (docs/PROTOCOL.md §12), and what it decodes back to.
+///
+/// Every value that says *why* is typed: an enum, or an open struct
+/// (`Rejection.Code`) where later versions may add tokens. Free text sits in
+/// `Rejection.reason` and the payloads of `SourceStatus` and `Repair` only.
+public struct Report: Sendable, Hashable {
+    /// A kind of place that holds the identifier; its raw value is a ballot's `kind`.
+    public enum Place: String, Sendable, Hashable, Codable, CaseIterable {
+        /// The selection slots (`selections` as a source, `selection slot` as a repair).
+        case selection
+        /// The apps' file slots (`file-slots` as a source, `file slot` as a repair).
+        case fileSlot = "file-slot"
+        /// The resolving app's local cache (`local-cache`, `local cache`).
+        case localCache = "local-cache"
+        /// The vendor mirror (`mirror`).
+        case mirror
+        /// The value the resolving app holds in memory: a ballot only.
+        case held
+    }
 
-/// The outcome of one resolution, with its provenance.
-public struct Report: Sendable {
-    /// The app that resolved.
+    /// How the identifier came about: `origin`.
+    public enum Origin: String, Sendable, Hashable, Codable {
+        /// The app adopted the vote's winner.
+        case consensus
+        /// Nobody voted; the app generated a new identifier.
+        case generated
+        /// The app kept its own value, against the vote (keep policy) or because nobody voted.
+        case keptLocal = "kept-local"
+        /// The app reports the all-zero identifier (`optOut` says why).
+        case optedOut = "opted-out"
+    }
+
+    /// A tier of the vote (§6.1): `decidedBy`.
+    public enum Tier: String, Sendable, Hashable, Codable {
+        /// File slots, local caches, vendor mirrors, a file-keeping app's held value:
+        /// places only the user's own processes can write.
+        case durable
+        /// Selection records, and a selection-only app's held value: any client of the display can serve them.
+        case live
+    }
+
+    /// One identifier's count in the tally: `{id, votes, born}`.
+    public struct Vote: Sendable, Hashable, Codable {
+        /// The identifier voted for.
+        public let identifier: Identifier
+        /// How many ballots named it.
+        public let votes: Int
+        /// The earliest `born` among those ballots.
+        public let born: Int64
+
+        private enum CodingKeys: String, CodingKey {
+            case identifier = "id"
+            case votes, born
+        }
+    }
+
+    /// A record offered to the vote: `{source, kind, app, id, born}`.
+    public struct Ballot: Sendable, Hashable, Codable {
+        /// Where it was found, for a person: `slot 3 (X client 0x1a00000)`, `file slot of "com.acme.notes"`.
+        public let source: String
+        /// The kind of place it was found in.
+        public let kind: Place
+        /// The app the record names.
+        public let app: String
+        /// The identifier it offers.
+        public let identifier: Identifier
+        /// When that identifier was first generated (ms since 1970).
+        public let born: Int64
+
+        private enum CodingKeys: String, CodingKey {
+            case identifier = "id"
+            case source, kind, app, born
+        }
+    }
+
+    /// A record that did not vote: `{candidate, reason, counted?}`.
+    public struct Ignored: Sendable, Hashable, Codable {
+        /// Why a record did not vote: `ignored[].reason`.
+        public enum Reason: String, Sendable, Hashable, Codable {
+            /// Its X client's ballot is its record in a lower slot (`counted`).
+            case sameClient = "same-client"
+            /// Its app's ballot is another record (`counted`).
+            case sameApp = "same-app"
+            /// The same vendor's mirror in another store is counted (`counted`).
+            case sameVendor = "same-vendor"
+            /// It is an opted-out record.
+            case optedOut = "opted-out"
+            /// It names another app (file slot) or vendor (mirror) than its place.
+            case misplaced
+            /// It is a selection record while durable ballots decide.
+            case outranked
+            /// It belongs to an older reset generation than the current one.
+            case superseded
+            /// It claims a later reset generation than the user's own evidence names.
+            case ahead
+            /// It is a selection of the current reset generation not bound to the user's reset key.
+            case unbound
+        }
+
+        /// The record.
+        public let ballot: Ballot
+        /// Why it did not vote.
+        public let reason: Reason
+        /// Where the ballot counted instead is, for the reasons that name one.
+        public let counted: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case ballot = "candidate"
+            case reason, counted
+        }
+    }
+
+    /// An app claimed by more than one X client: `{app, claims}`.
+    public struct Conflict: Sendable, Hashable, Codable {
+        /// The app id claimed.
+        public let app: String
+        /// Every claim, the app's own value among them where it differs.
+        public let claims: [Ballot]
+    }
+
+    /// The app that resolved (`app` and `vendor`).
     public let app: AppIdentity
-    /// The shared identifier (all zero when opted out).
+    /// The shared identifier (`id`; all zero when opted out).
     public let identifier: Identifier
     /// When the identifier was first generated (ms since 1970), when known.
     public let born: Int64?
-    /// Set when the app reports the opted-out value.
+    /// The user reset generation of the identifier: 0 until the user first
+    /// resets it (`OpenUDID.User.reset()`), then one more with each reset.
+    public let generation: Int64
+    /// Why the app reports the all-zero identifier (`optedOut`), or nil.
     public let optOut: OptOut?
-    /// The vote, when one was held (not when opted out).
-    public let resolution: Resolution?
-    /// Each source and whether it answered.
+    /// The selection slot this app serves, when it participates.
+    public let slot: Int?
+    /// How the identifier came about.
+    public let origin: Origin
+    /// The tier whose ballots decided, or nil when nobody voted.
+    public let decidedBy: Tier?
+    /// Every identifier that received votes, the winner first.
+    public let votes: [Vote]
+    /// The ballots that named `identifier`.
+    public let agreeing: [Ballot]
+    /// The ballots that named another identifier.
+    public let disagreeing: [Ballot]
+    /// The records that did not vote, and why.
+    public let ignored: [Ignored]
+    /// Apps claimed by more than one X client.
+    public let conflicts: [Conflict]
+    /// The app's own value given up for the consensus (follow policy), or nil.
+    public let replaced: Identifier?
+    /// Each source and what happened to it.
     public let sources: [SourceStatus]
     /// Records found but not counted.
     public let rejected: [Rejection]
-
-    /// The selection slots the vote did not wait for: their owners had not
-    /// answered when the answers in hand settled it (docs/PROTOCOL.md,
-    /// "Settling early"). They are among `rejected`, with the code `not-awaited`.
-    public var notAwaited: [Rejection] { rejected.filter { $0.code == "not-awaited" } }
     /// What was written where afterwards.
     public let repairs: [Repair]
-    /// The mirror store used (`secret-service`, `file`), or nil for none.
-    public let mirrorStore: String?
-    /// The mirror's record for this app's vendor as read, if it held one.
+    /// The mirror store used (`.secretService` or `.file`), or nil for none (`mirror.store`).
+    public let mirrorStore: MirrorChoice?
+    /// The mirror's record for this app's vendor as read, if it held one (`mirror.record`).
     public let mirrorRecord: SlotRecord?
-    /// The selection slot this app serves, when it participates.
-    public let slot: Int?
     /// What about the session limits sharing (a sandbox, no X server), one
     /// note each; empty in an ordinary X11 session.
-    public internal(set) var environment: [EnvironmentNote] = []
-    /// The user reset generation of the identifier: 0 until the user first
-    /// resets it (`OpenUDID.resetEverywhere`), then one more with each reset.
-    public internal(set) var generation: Int64 = 0
+    public let environment: [EnvironmentNote]
 
-    /// The identifier derived for this app alone (see `AppScopedIdentifier`);
+    /// The identifier derived for this app alone (docs/PROTOCOL.md §11);
     /// all zero when opted out.
     public var appScoped: UUID {
         if identifier.isOptedOut { return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
         return AppScopedIdentifier(shared: identifier.bytes, appID: app.id).uuid
     }
 
-    /// Whether another app's value won over this app's own cached one.
-    public var adoptedConsensus: Bool { resolution?.replaced != nil }
+    /// The app's own value and the vote's winner, when they differ: under the
+    /// follow policy the value given up, under the keep policy the value kept.
+    public var disagreement: (local: Identifier, consensus: Identifier)? {
+        if let replaced { return (replaced, identifier) }
+        if origin == .keptLocal, let winner = votes.first?.identifier, winner != identifier { return (identifier, winner) }
+        return nil
+    }
+}
+
+extension Report {
+    /// A report from the vote's full account, as the engine makes one.
+    ///
+    /// - Parameters:
+    ///   - resolution: The vote, or nil when none was held (opted out).
+    ///   - mirrorStore: The mirror store's name (`secret-service`, `file`), or nil.
+    package init(
+        app: AppIdentity, identifier: Identifier, born: Int64?, optOut: OptOut?, resolution: Resolution?,
+        sources: [SourceStatus], rejected: [Rejection], repairs: [Repair], mirrorStore: String?, mirrorRecord: SlotRecord?,
+        slot: Int?, environment: [EnvironmentNote] = [], generation: Int64 = 0
+    ) {
+        self.init(
+            app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot,
+            origin: resolution.map { Origin($0.origin) } ?? .optedOut, decidedBy: resolution?.decidedBy.map(Tier.init),
+            votes: resolution?.tally.map { Vote(identifier: $0.identifier, votes: $0.votes, born: $0.born) } ?? [],
+            agreeing: resolution?.agreeing.map(Ballot.init) ?? [], disagreeing: resolution?.disagreeing.map(Ballot.init) ?? [],
+            ignored: resolution?.ignored.map {
+                Ignored(ballot: Ballot($0.candidate), reason: Ignored.Reason($0.reason), counted: $0.reason.counted?.description)
+            } ?? [],
+            conflicts: resolution?.conflicts.map { Conflict(app: $0.app, claims: $0.claims.map(Ballot.init)) } ?? [],
+            replaced: resolution?.replaced, sources: sources, rejected: rejected, repairs: repairs,
+            mirrorStore: mirrorStore.flatMap(MirrorChoice.init(name:)), mirrorRecord: mirrorRecord, environment: environment)
+    }
+}
+
+extension Report.Place {
+    /// The place's name as a source: `selections`, `file-slots`, `local-cache`, `mirror`.
+    package var sourceName: String {
+        switch self {
+        case .selection: "selections"
+        case .fileSlot: "file-slots"
+        case .localCache, .mirror, .held: rawValue
+        }
+    }
+
+    /// The place's name in a repair: `selection slot`, `file slot`, `local cache`, `mirror`.
+    package var repairName: String {
+        switch self {
+        case .selection: "selection slot"
+        case .fileSlot: "file slot"
+        case .localCache: "local cache"
+        case .mirror, .held: rawValue
+        }
+    }
+
+    /// The place whose source name is `sourceName`.
+    package init?(sourceName: String) {
+        guard let place = Self.allCases.first(where: { $0.sourceName == sourceName }) else { return nil }
+        self = place
+    }
+
+    /// The place whose repair name is `repairName`.
+    package init?(repairName: String) {
+        guard let place = Self.allCases.first(where: { $0.repairName == repairName }) else { return nil }
+        self = place
+    }
+
+    /// The kind of place a candidate's source is.
+    init(_ source: Candidate.Source) {
+        switch source {
+        case .selection: self = .selection
+        case .fileSlot: self = .fileSlot
+        case .localCache: self = .localCache
+        case .vendorMirror: self = .mirror
+        case .held: self = .held
+        }
+    }
+}
+
+extension Report.Origin {
+    /// The origin of a vote's result.
+    package init(_ origin: Resolution.Origin) {
+        switch origin {
+        case .consensus: self = .consensus
+        case .generated: self = .generated
+        case .keptLocal: self = .keptLocal
+        }
+    }
+}
+
+extension Report.Tier {
+    /// The tier of a vote.
+    package init(_ tier: Resolution.Tier) {
+        switch tier {
+        case .durable: self = .durable
+        case .live: self = .live
+        }
+    }
+}
+
+extension Report.Ballot {
+    /// The ballot of a candidate.
+    init(_ candidate: Candidate) {
+        self.init(
+            source: candidate.source.description, kind: Report.Place(candidate.source), app: candidate.record.app,
+            identifier: candidate.record.id, born: candidate.record.born)
+    }
+}
+
+extension Report.Ignored.Reason {
+    /// The reason a candidate did not vote.
+    package init(_ reason: Resolution.Ignored.Reason) {
+        switch reason {
+        case .sameClient: self = .sameClient
+        case .sameApp: self = .sameApp
+        case .sameVendor: self = .sameVendor
+        case .optedOut: self = .optedOut
+        case .misplaced: self = .misplaced
+        case .outranked: self = .outranked
+        case .superseded: self = .superseded
+        case .ahead: self = .ahead
+        case .unbound: self = .unbound
+        }
+    }
+}
+
+extension Resolution.Ignored.Reason {
+    /// The ballot counted instead, where the reason names one.
+    package var counted: Candidate.Source? {
+        switch self {
+        case .sameClient(let source), .sameApp(let source), .sameVendor(let source): source
+        case .optedOut, .misplaced, .outranked, .superseded, .ahead, .unbound: nil
+        }
+    }
 }

@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 
 extension OpenUDID {
-    /// What a user reset did (`resetEverywhere(namespace:environment:)`).
+    /// What a user reset did (`User.reset()`).
     public struct Reset: Sendable {
         /// The new reset generation: every record of an older one is superseded.
         public let generation: Int64
@@ -30,7 +30,7 @@ extension OpenUDID {
     /// keyring) casts no ballot and is overwritten when next read. Opt-outs and
     /// consent are choices, not copies, and stay as they are.
     ///
-    /// Undoing a user-wide opt-out (`optInEverywhere(environment:)`) brings back the
+    /// Undoing a user-wide opt-out (`User.optIn()`) brings back the
     /// previous identifier; a reset is how a user asks for a new one.
     ///
     /// - Parameters:
@@ -40,7 +40,7 @@ extension OpenUDID {
     /// - Throws: `OpenUDIDError` when there is no home directory, the namespace is
     ///   invalid, or the reset marker cannot be written (then nothing is reset:
     ///   the removed copies come back from the running apps that hold them).
-    public static func resetEverywhere(
+    static func resetEverywhere(
         namespace: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(OpenUDIDError) -> Reset {
         let paths: StoragePaths

@@ -42,10 +42,10 @@ package struct Survey: Sendable {
                     entries.append(Entry(kind: "selection", slot: reading.index, holder: reading.holder, record: reading.result))
                 }
             } catch {
-                unavailable.append(SourceStatus("selections", .unavailable(error.message)))
+                unavailable.append(.unavailable(.selection, error.message))
             }
         } else if configuration.usesSelections {
-            unavailable.append(SourceStatus("selections", .unavailable("no X display (DISPLAY is unset)")))
+            unavailable.append(.unavailable(.selection, "no X display (DISPLAY is unset)"))
         }
         guard configuration.usesFiles else { return Survey(entries: entries, unavailable: unavailable) }
         let store = FileSlotStore(paths: paths)
@@ -70,7 +70,7 @@ package struct Survey: Sendable {
                 }
             }
         } catch {
-            unavailable.append(SourceStatus("file-slots", .unavailable(error.message)))
+            unavailable.append(.unavailable(.fileSlot, error.message))
         }
         return Survey(entries: entries, unavailable: unavailable)
     }

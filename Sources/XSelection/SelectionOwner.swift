@@ -61,25 +61,25 @@ public final class SelectionOwner: Sendable {
     }
 
     /// Counters of what the owner has done, for diagnostics and benchmarks.
-    public struct Statistics: Sendable, Equatable {
+    package struct Statistics: Sendable, Equatable {
         /// Requests answered with data.
-        public var answered = 0
+        package var answered = 0
         /// Requests refused (unknown target, wrong time, not ours, too many transfers).
-        public var refused = 0
+        package var refused = 0
         /// INCR transfers started.
-        public var incrStarted = 0
+        package var incrStarted = 0
         /// INCR transfers that sent their last chunk.
-        public var incrCompleted = 0
+        package var incrCompleted = 0
         /// INCR transfers dropped (requestor gone, timed out).
-        public var incrDropped = 0
+        package var incrDropped = 0
         /// Protocol errors caused by peers (a requestor window that vanished, ...).
-        public var peerErrors = 0
+        package var peerErrors = 0
         /// Requests dropped unanswered because their client asked far more than
         /// others while the owner was behind (a flood).
-        public var shed = 0
+        package var shed = 0
         /// Times the owner held the server (GrabServer) for a moment to catch up
         /// with a flood.
-        public var catchUps = 0
+        package var catchUps = 0
     }
 
     /// The display this owner is connected to.
@@ -253,7 +253,7 @@ public final class SelectionOwner: Sendable {
     }
 
     /// What the owner has done so far.
-    public var statistics: Statistics { shared.counters.withLock { $0 } }
+    package var statistics: Statistics { shared.counters.withLock { $0 } }
 
     /// Stops serving and closes the connection; the server then drops every selection held.
     ///

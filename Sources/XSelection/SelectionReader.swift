@@ -32,7 +32,7 @@ public final class SelectionReader: @unchecked Sendable {
         /// reads one selection at a time, each conversion and property read awaited before the next is asked
         /// for, as simple requestors do; it costs a round trip or more per selection and is there to spare
         /// owners that cannot take a burst, and to measure what pipelining saves.
-        public var pipelineDepth: Int?
+        package var pipelineDepth: Int?
         /// Asked, while answers are outstanding, whether the caller already knows
         /// all it needs; `true` ends the pass early, and the selections still
         /// outstanding are reported as `ReadOutcome.notAwaited`. nil (the
@@ -41,14 +41,14 @@ public final class SelectionReader: @unchecked Sendable {
         /// It is asked only when the pass would otherwise wait (every answer that
         /// has arrived is handled first) and only after the owners have had a
         /// fair chance: once at least one owner has answered, and after
-        /// `settlePatience` or twice the median time the answers of this
+        /// 5 ms or twice the median time the answers of this
         /// pass took, whichever is longer. So a slow but live
         /// owner on a busy machine is still waited for, and a frozen one costs a
         /// few milliseconds instead of the deadline. It runs on the calling
         /// thread, inside the pass.
         public var settled: (@Sendable (ReadProgress) -> Bool)?
         /// The least time a pass waits for answers before it asks `settled`.
-        public var settlePatience: Duration
+        package var settlePatience: Duration
         /// Whether a value this reader read in an earlier pass, with the same
         /// target, is given again without asking its owner while XFixes has
         /// reported no change of the selection's owner since, and this pass's
@@ -59,12 +59,19 @@ public final class SelectionReader: @unchecked Sendable {
         /// owners whose selection changed, not every owner. An owner that
         /// changes its answer without claiming again keeps being heard with its
         /// old one. Without XFixes every owner is asked.
-        public var reusesUnchangedValues = false
+        package var reusesUnchangedValues = false
 
-        /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap, a
-        /// fully pipelined pass, and no early end.
+        /// Creates options; the defaults are a 250 ms deadline, a 64 KiB cap, and
+        /// no early end.
         public init(
-            deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024, pipelineDepth: Int? = nil,
+            deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024, settled: (@Sendable (ReadProgress) -> Bool)? = nil
+        ) {
+            self.init(deadline: deadline, maxBytes: maxBytes, pipelineDepth: nil, settled: settled)
+        }
+
+        /// Creates options with the tuning knobs the benchmark and the tests turn.
+        package init(
+            deadline: Duration = .milliseconds(250), maxBytes: Int = 64 * 1024, pipelineDepth: Int?,
             settled: (@Sendable (ReadProgress) -> Bool)? = nil, settlePatience: Duration = .milliseconds(5)
         ) {
             self.deadline = deadline
@@ -135,7 +142,7 @@ public final class SelectionReader: @unchecked Sendable {
     /// - Parameter deadline: How long to wait for the reply.
     /// - Throws: `XSelectionError` when the connection is lost, or `timedOut` when
     ///   the server does not answer in time (another client may hold a server grab).
-    public func roundTrip(deadline: Duration = .seconds(2)) throws(XSelectionError) {
+    package func roundTrip(deadline: Duration = .seconds(2)) throws(XSelectionError) {
         try withCore { core throws(XSelectionError) in try core.connection.roundTrip(deadline: .now + deadline) }
     }
 

@@ -56,13 +56,14 @@ public final class SelectionWatcher: Sendable {
         self.initialOwners = info.owners
     }
 
-    deinit { stop() }
+    deinit { close() }
 
     /// Stops watching and closes the connection; `events` then finishes.
+    /// Releasing the watcher does the same.
     ///
     /// Returns once the connection is closed (or after two seconds), so a
     /// program may exit right after it.
-    public func stop() {
+    public func close() {
         thread.stop { core in core.stopRequested = true }
     }
 }

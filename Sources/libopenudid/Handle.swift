@@ -106,7 +106,7 @@ final class Participating: Sendable {
     /// Releases the slot at once, then waits for a callback under way: a
     /// callback that blocks must not keep the slot served in the app's name.
     func stop() {
-        participation.stop()
+        participation.close()
         listener?.stop()
     }
 }

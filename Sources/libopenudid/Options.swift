@@ -103,7 +103,7 @@ public func openudid_options_set_policy(_ pointer: OpaquePointer?, _ policy: ope
 @c @implementation
 public func openudid_options_set_consent_required(_ pointer: OpaquePointer?, _ required: Int32) -> Int32 {
     setOption(pointer, "openudid_options_set_consent_required") { configuration, _ in
-        configuration.consent = required != 0 ? .required : .notRequired
+        configuration.requiresConsent = required != 0
     }
 }
 

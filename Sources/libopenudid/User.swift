@@ -10,7 +10,7 @@ import OpenUDIDKit
 @c @implementation
 public func openudid_opt_out_everywhere() -> Int32 {
     status { () throws(CallFailure) in
-        do throws(OpenUDIDError) { try OpenUDID.optOutEverywhere() } catch { throw CallFailure(error) }
+        do throws(OpenUDIDError) { try OpenUDID.User().optOut() } catch { throw CallFailure(error) }
     }
 }
 
@@ -18,14 +18,14 @@ public func openudid_opt_out_everywhere() -> Int32 {
 @c @implementation
 public func openudid_opt_in_everywhere() -> Int32 {
     status { () throws(CallFailure) in
-        do throws(OpenUDIDError) { try OpenUDID.optInEverywhere() } catch { throw CallFailure(error) }
+        do throws(OpenUDIDError) { try OpenUDID.User().optIn() } catch { throw CallFailure(error) }
     }
 }
 
 /// `openudid_is_opted_out_everywhere`: 1 when the user opted out for every app.
 @c @implementation
 public func openudid_is_opted_out_everywhere() -> Int32 {
-    OpenUDID.isOptedOutEverywhere() ? 1 : 0
+    OpenUDID.User().isOptedOut ? 1 : 0
 }
 
 /// `openudid_reset_everywhere`: gives every app a new identifier.
@@ -38,7 +38,7 @@ public func openudid_reset_everywhere(_ ns: UnsafePointer<CChar>?, _ generation:
         let namespace = try text(ns, "ns", of: "openudid_reset_everywhere")
         do throws(OpenUDIDError) {
             // Not `generation?.pointee = try …`: with NULL that would not reset at all.
-            let reset = try OpenUDID.resetEverywhere(namespace: namespace)
+            let reset = try OpenUDID.User(namespace: namespace).reset()
             generation?.pointee = reset.generation
         } catch {
             throw CallFailure(error)
@@ -62,7 +62,7 @@ public func openudid_forget_everything(_ flags: UInt32, _ listing: UnsafeMutable
         }
         let dryRun = flags & UInt32(OPENUDID_FORGET_DRY_RUN) != 0
         let erasure: OpenUDID.Erasure
-        do throws(OpenUDIDError) { erasure = try OpenUDID.forgetEverything(dryRun: dryRun) } catch { throw CallFailure(error) }
+        do throws(OpenUDIDError) { erasure = try OpenUDID.User().forgetEverything(dryRun: dryRun) } catch { throw CallFailure(error) }
         if let listing {
             listing.pointee = try json(ForgetListing(erasure, dryRun: dryRun), of: function)
         }
@@ -113,6 +113,6 @@ private func removeApp(_ app: UnsafePointer<CChar>?, _ ns: UnsafePointer<CChar>?
     status { () throws(CallFailure) in
         let app = try text(app, "app", of: function, required: true)!
         let namespace = try text(ns, "ns", of: function)
-        do throws(OpenUDIDError) { try OpenUDID.removeApp(app, namespace: namespace) } catch { throw CallFailure(error) }
+        do throws(OpenUDIDError) { try OpenUDID.User(namespace: namespace).removeApp(app) } catch { throw CallFailure(error) }
     }
 }

@@ -59,10 +59,10 @@ extension Bench {
         configuration.mirror = .secretService
         // The vendor's item exists, as it would once any app of the vendor ran.
         let seeded = try OpenUDID(app: "com.bench.seed", configuration: configuration).resolve()
-        guard seeded.mirrorStore == "secret-service", seeded.identifier == identifier else {
+        guard seeded.mirrorStore == .secretService, seeded.identifier == identifier else {
             throw BenchError("seeding the Secret Service mirror went wrong: \(seeded.sources) \(seeded.repairs)")
         }
-        try OpenUDID.removeApp("com.bench.seed", namespace: Self.busyNamespace, environment: configuration.environment)
+        try OpenUDID.User(namespace: Self.busyNamespace, environment: configuration.environment).removeApp("com.bench.seed")
         results.add(
             Figure(
                 "cold.value.secret-service", "the same with the Secret Service mirror (gnome-keyring)",
@@ -94,15 +94,15 @@ extension Bench {
                     throw BenchError("a cold value() gave \(value), not the session's \(identifier.hex): \(udid.resolve().sources)")
                 }
                 if !checkedSources {
-                    let sources = Dictionary(udid.resolve().sources.map { ($0.name, $0.state) }) { first, _ in first }
-                    guard sources["selections"] == .read(records: 100), sources["file-slots"] == .read(records: 100),
-                        sources["mirror"] == .read(records: 1)
+                    let sources = udid.resolve().sources
+                    guard sources.contains(.read(.selection, records: 100)), sources.contains(.read(.fileSlot, records: 100)),
+                        sources.contains(.read(.mirror, records: 1))
                     else {
                         throw BenchError("the busy session is not what it should be: \(udid.resolve().sources)")
                     }
                     checkedSources = true
                 }
-                try OpenUDID.removeApp(udid.app.id, namespace: Self.busyNamespace, environment: configuration.environment)
+                try OpenUDID.User(namespace: Self.busyNamespace, environment: configuration.environment).removeApp(udid.app.id)
             })
     }
 
@@ -145,7 +145,7 @@ extension Bench {
         for pass in 0..<(plan.processes.warmup + plan.processes.reps) {
             let app = "com.bench.fresh\(pass)"
             let run = try host(namespace: Self.busyNamespace, app: app, participate: false, settle: false)
-            try OpenUDID.removeApp(app, namespace: Self.busyNamespace, environment: environment)
+            try OpenUDID.User(namespace: Self.busyNamespace, environment: environment).removeApp(app)
             if pass >= plan.processes.warmup { firstValues.append(run.firstValue) }
         }
         results.add(

@@ -101,7 +101,7 @@ extension Bench {
                     "openudid \(arguments.joined(separator: " ")) gave \(printed ?? "nothing") (\(status)): \(child.standardError)")
             }
             if let namespace {
-                try OpenUDID.removeApp("com.bench.viewer", namespace: namespace, environment: environment)
+                try OpenUDID.User(namespace: namespace, environment: environment).removeApp("com.bench.viewer")
             }
             if pass >= plan.processes.warmup { wall.append(elapsed) }
         }

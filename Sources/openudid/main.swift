@@ -97,7 +97,7 @@ func configuration() -> OpenUDID.Configuration {
     if let policy = parsed["policy"] { configuration.policy = policy == "keep" ? .keepLocal : .followConsensus }
     if let mirror = parsed["mirror"].flatMap(MirrorChoice.init(name:)) { configuration.mirror = mirror }
     if let count = parsed.integer("slots") { configuration.slotCount = count }
-    if parsed["consent"] == "required" { configuration.consent = .required }
+    if parsed["consent"] == "required" { configuration.requiresConsent = true }
     return configuration
 }
 // Built once here, before anything touches a file; remove-app takes none of these options.
@@ -128,7 +128,7 @@ func handle() -> OpenUDID {
 func unsavedReason(_ report: Report) -> String? {
     guard checkedConfiguration.usesFiles, report.optOut == nil else { return nil }
     let saved = report.repairs.contains { repair in
-        switch repair.outcome {
+        switch repair {
         case .written, .unchanged: true
         case .skipped, .failed: false
         }
@@ -143,7 +143,7 @@ case "get":
     let udid = handle()
     let report = udid.resolve()
     if parsed.has("json") {
-        printLine(String(decoding: report.json(), as: UTF8.self))
+        printJSON(report)
     } else {
         printLine(parsed["scope"] == "app" ? report.appScoped.uuidString.lowercased() : report.identifier.hex)
     }
@@ -172,7 +172,7 @@ case "serve":
     }
     var received: Int32 = 0
     while sigwait(&stopSignals, &received) != 0 {}
-    participation.stop()
+    participation.close()
     exit(Exit.success)
 
 case "slots":
@@ -208,7 +208,7 @@ case "slots":
 case "remove-app":
     guard let app = appArgument else { parsed.fail("needs an app id: give ID or --app ID") }
     do {
-        try OpenUDID.removeApp(app, namespace: parsed["namespace"])
+        try OpenUDID.User(namespace: parsed["namespace"]).removeApp(app)
     } catch {
         fail(error.description, status: error.kind == .invalidApp || error.kind == .invalidNamespace ? Exit.usage : Exit.failure)
     }
@@ -245,10 +245,10 @@ case "opt-out":
             // Reads only.
         } else if parsed.has("all") {
             if undo {
-                try OpenUDID.optInEverywhere()
+                try OpenUDID.User().optIn()
                 printLine("openudid: apps return to the identifier they had; for a new one, run openudid reset", to: STDERR_FILENO)
             } else {
-                try OpenUDID.optOutEverywhere()
+                try OpenUDID.User().optOut()
             }
         } else if let udid {
             if undo { try udid.optIn() } else { try udid.optOut() }
@@ -256,7 +256,7 @@ case "opt-out":
     } catch {
         fail(error.description, status: Exit.failure)
     }
-    let state = OptOutDocument(optedOutEverywhere: OpenUDID.isOptedOutEverywhere(), app: udid?.app.id, appOptedOut: udid?.isOptedOut)
+    let state = OptOutDocument(optedOutEverywhere: OpenUDID.User().isOptedOut, app: udid?.app.id, appOptedOut: udid?.isOptedOut)
     if parsed.has("json") {
         printJSON(state)
     } else if parsed.has("status") {
@@ -268,7 +268,7 @@ case "forget":
     guard parsed.has("all") else { parsed.fail("needs --all: it removes everything the library wrote for this user") }
     let dryRun = parsed.has("dry-run")
     let erasure: OpenUDID.Erasure
-    do { erasure = try OpenUDID.forgetEverything(dryRun: dryRun) } catch { fail(error.description, status: Exit.failure) }
+    do { erasure = try OpenUDID.User().forgetEverything(dryRun: dryRun) } catch { fail(error.description, status: Exit.failure) }
     if parsed.has("json") {
         printJSON(ForgetDocument(dryRun: dryRun, erasure))
     } else {
@@ -283,7 +283,7 @@ case "forget":
 
 case "reset":
     let reset: OpenUDID.Reset
-    do { reset = try OpenUDID.resetEverywhere(namespace: parsed["namespace"]) } catch { fail(error.description, status: Exit.failure) }
+    do { reset = try OpenUDID.User(namespace: parsed["namespace"]).reset() } catch { fail(error.description, status: Exit.failure) }
     if parsed.has("json") {
         printJSON(ResetDocument(reset))
     } else {

@@ -16,10 +16,9 @@ struct Report {
     var lines: [String]
 
     init(_ report: OpenUDIDKit.Report) {
-        let document = report.document
         lines =
-            ["id \(document.id)", "origin \(document.origin.rawValue)"]
-            + document.sources.map { "\($0.name) \($0.state.rawValue)" }
+            ["id \(report.identifier.hex)", "origin \(report.origin.rawValue)"]
+            + report.sources.map { "\($0.place.rawValue) \($0.isAvailable)" }
     }
 }
 
@@ -56,12 +55,14 @@ enum Resolution {
     @Test func theReportDecodesBackFromItsJSON() throws {
         let udid = try OpenUDID(app: "com.example.client", configuration: Self.configuration())
         let report = udid.resolve()
-        let decoded = try JSONDecoder().decode(OpenUDIDKit.Report.Document.self, from: report.json())
-        #expect(decoded == report.document)
+        let json = try JSONEncoder().encode(report)
+        let decoded = try JSONDecoder().decode(OpenUDIDKit.Report.self, from: json)
+        #expect(decoded == report)
         #expect(decoded.origin == .generated)
-        #expect(decoded.mirror.store == nil)
+        #expect(decoded.mirrorStore == nil)
+        #expect(decoded.sources.contains(.notUsed(.mirror, "no mirror chosen")))
         // Absent values are written as null, so every report has every key.
-        let object = try #require(try JSONSerialization.jsonObject(with: report.json()) as? [String: Any])
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
         #expect(object.keys.contains("slot") && object["slot"] is NSNull)
         #expect(object.keys.contains("decidedBy"))
     }

@@ -14,7 +14,7 @@ struct Notes {
 
         let participation = await udid.participate()   // serve a slot, follow the others
         for await change in participation.changes {
-            print("now", change.identifier, "from", change.report.document.origin.rawValue)
+            print("now", change.identifier, "from", change.report.origin.rawValue)
         }
     }
 }

@@ -106,7 +106,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
     @Test func optOutOfOneAppWithAllDoesNotOptTheUserOut() throws {
         let (result, session) = try run(["opt-out", "--app", "com.acme.notes", "--all"])
         #expect(result.status == 2)
-        #expect(!OpenUDID.isOptedOutEverywhere(environment: session.environment))
+        #expect(!OpenUDID.User(environment: session.environment).isOptedOut)
     }
 
     @Test(arguments: ["get", "slots"])
@@ -323,9 +323,9 @@ private func commandPrefix(_ arguments: [String]) -> String {
         #expect(try json(["opt-out", "--all", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": true])
         #expect(try session.run(["opt-out", "--status"]).standardOutput == "every app: opted out\n")
         #expect(try json(["opt-out", "--status", "--all", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": true])
-        #expect(OpenUDID.isOptedOutEverywhere(environment: session.environment))
+        #expect(OpenUDID.User(environment: session.environment).isOptedOut)
         #expect(try json(["opt-out", "--all", "--undo", "--json"], in: session) as NSDictionary == ["optedOutEverywhere": false])
-        #expect(!OpenUDID.isOptedOutEverywhere(environment: session.environment))
+        #expect(!OpenUDID.User(environment: session.environment).isOptedOut)
     }
 
     @Test func theStatusChangesNothing() throws {

@@ -75,11 +75,11 @@ import Testing
         let session = try TestSession(display: SharedDisplay.display)
         var configuration = OpenUDID.Configuration(
             display: session.display, namespace: session.namespace, mirror: .none, environment: session.environment)
-        configuration.consent = .required
+        configuration.requiresConsent = true
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
         #expect(!udid.hasConsent)
         let participation = await udid.participate()
-        defer { participation.stop() }
+        defer { participation.close() }
         #expect(eventually(timeout: 10) { participation.report.optOut == .noConsent })
         #expect(participation.slot == nil)
 

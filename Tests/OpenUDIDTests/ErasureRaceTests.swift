@@ -120,7 +120,7 @@ import Testing
 
         // A resolution starts reading, then the app is removed.
         engine.erasureFence.pin()
-        try OpenUDID.removeApp(Self.app, environment: home.environment())
+        try OpenUDID.User(environment: home.environment()).removeApp(Self.app)
         for place in [engine.fileSlot, engine.localCachePlace] {
             #expect(throws: StoreUnavailable.self) { try place.write(record.encoded()) }
             #expect(place.read() == .absent, "\(place.name)")

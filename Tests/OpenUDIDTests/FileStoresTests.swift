@@ -230,7 +230,7 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
         ]
         let configuration = OpenUDID.Configuration(usesSelections: false, mirror: .file, environment: environment)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration).resolve()
-        #expect(notes.repairs.first { $0.place == "mirror" }?.outcome == .written)
+        #expect(notes.repairs.first { $0.place == .mirror } == .written(.mirror))
         let mirror = FileVendorMirror(paths: try StoragePaths(environment: environment))
         guard case .found(let written) = mirror.read(vendor: "com.acme") else {
             Issue.record("the first app wrote no mirror")
@@ -239,7 +239,7 @@ private func problem(_ read: StoreRead) -> StoreUnavailable? {
         // The second app agrees with the mirror; which app wrote it last is no reason to write it again.
         let photos = try OpenUDID(app: "com.acme.photos", configuration: configuration).resolve()
         #expect(photos.identifier == notes.identifier)
-        #expect(photos.repairs.first { $0.place == "mirror" }?.outcome == .unchanged)
+        #expect(photos.repairs.first { $0.place == .mirror } == .unchanged(.mirror))
         #expect(mirror.read(vendor: "com.acme") == .found(written))
     }
 

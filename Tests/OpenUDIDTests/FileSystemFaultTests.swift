@@ -50,8 +50,25 @@ private struct Home {
 
 private func contents(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
 
-private func outcome(_ report: Report, _ place: String) -> Repair.Outcome? {
-    report.repairs.first { $0.place == place }?.outcome
+/// What a repair did, without its place.
+private enum Outcome: Equatable {
+    case written, unchanged
+    case skipped(String)
+    case failed(String)
+
+    init(_ repair: Repair) {
+        switch repair {
+        case .written: self = .written
+        case .unchanged: self = .unchanged
+        case .skipped(_, let why): self = .skipped(why)
+        case .failed(_, let why): self = .failed(why)
+        }
+    }
+}
+
+/// What the repair of the place named `place` (`file slot`, `local cache`, `mirror`) did.
+private func outcome(_ report: Report, _ place: String) -> Outcome? {
+    report.repairs.first { $0.place.repairName == place }.map(Outcome.init)
 }
 
 @Suite struct DiskFullAndReadOnlyTests {
@@ -100,7 +117,7 @@ private func outcome(_ report: Report, _ place: String) -> Repair.Outcome? {
         home.fileSystem.inject(EROFS, on: .rename, times: .max)
         let second = try home.handle().resolve()
         #expect(second.identifier == first.identifier)
-        #expect(second.repairs.allSatisfy { $0.outcome == .unchanged }, "\(second.repairs)")
+        #expect(second.repairs.allSatisfy { Outcome($0) == .unchanged }, "\(second.repairs)")
     }
 
     /// An opt-out cannot be written on a read-only disk: the call throws an error that carries the errno.
@@ -181,7 +198,7 @@ private func outcome(_ report: Report, _ place: String) -> Repair.Outcome? {
 
         let report = try home.handle().resolve()
         #expect(report.identifier == id)
-        let source = try #require(report.sources.first { $0.name == "file-slots" })
+        let source = try #require(report.sources.first { $0.place == .fileSlot })
         #expect(!source.isAvailable)
         #expect(source.description.contains("Input/output error"), "\(source)")
         guard case .skipped = outcome(report, "file slot") else {
@@ -223,13 +240,13 @@ private func outcome(_ report: Report, _ place: String) -> Repair.Outcome? {
             home.fileSystem.inject(EINTR, on: call, times: 3)
         }
         let report = try home.handle().resolve()
-        #expect(report.repairs.map(\.outcome) == [.written, .written, .written], "\(report.repairs)")
+        #expect(report.repairs.map(Outcome.init) == [.written, .written, .written], "\(report.repairs)")
         // What the interrupted resolution left on disk, read without faults: how many
         // of the injected ones it used up depends on how many calls its writes make.
         home.fileSystem.clearFaults()
         let fresh = try home.handle().resolve()
         #expect(fresh.identifier == report.identifier)
-        #expect(fresh.repairs.allSatisfy { $0.outcome == .unchanged })
+        #expect(fresh.repairs.allSatisfy { Outcome($0) == .unchanged })
     }
 
     /// Faults belong to their instance: another file system, and the real one, are untouched.

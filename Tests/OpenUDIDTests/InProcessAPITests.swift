@@ -17,15 +17,15 @@ import XSelection
         let first = udid.value()
         #expect(first.hex.count == 40)
         // Files removed under a running app are not seen without a refresh...
-        try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
+        try OpenUDID.User(namespace: session.namespace, environment: session.environment).removeApp("com.acme.notes")
         #expect(udid.value() == first)
         // ...and with one, the app keeps the value it holds (absence of ballots
         // is not evidence of absence) and writes it back.
         let refreshed = udid.resolve(refresh: true)
         #expect(refreshed.identifier == first)
-        #expect(refreshed.repairs.contains { $0.place == "file slot" && $0.outcome == .written })
+        #expect(refreshed.repairs.contains(.written(.fileSlot)))
         // Uninstalling ends the process too: the next process, with nothing left, generates anew.
-        try OpenUDID.removeApp("com.acme.notes", namespace: session.namespace, environment: session.environment)
+        try OpenUDID.User(namespace: session.namespace, environment: session.environment).removeApp("com.acme.notes")
         let reinstalled = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         #expect(reinstalled.value() != first)
     }
@@ -34,7 +34,7 @@ import XSelection
         let session = try TestSession(display: SharedDisplay.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
         let participation = await notes.participate()
-        defer { participation.stop() }
+        defer { participation.close() }
         let changes = SequenceReader(participation.changes)
         let first = await changes.next().element
         let slot = try #require(participation.slot)
@@ -78,7 +78,7 @@ import XSelection
 
     @Test func anAppMovesToAnotherSlotWhileItsHostBlocksTheSharedTaskPool() async throws {
         let (server, session, participation) = try await notesOnAServerOfItsOwn()
-        defer { participation.stop() }
+        defer { participation.close() }
         #expect(participation.slot == 0)
 
         // Every thread of the cooperative pool blocked, as a host that waits
@@ -96,7 +96,7 @@ import XSelection
 
     @Test func anAppWhoseSlotIsTakenMovesToTheNextFreeSlot() async throws {
         let (server, session, participation) = try await notesOnAServerOfItsOwn()
-        defer { participation.stop() }
+        defer { participation.close() }
         let changes = SequenceReader(participation.changes)
         #expect(await changes.next().element != nil)
         #expect(participation.slot == 0)

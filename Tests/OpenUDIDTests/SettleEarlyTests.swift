@@ -101,7 +101,7 @@ import Testing
         configuration.usesFiles = false
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
         let participation = await udid.participate()
-        defer { participation.stop() }
+        defer { participation.close() }
         #expect(eventually(timeout: 10) { participation.report.identifier.hex == shared })
         // Not waited for once the two answers settle it, or, on a machine too busy
         // for the answers to come early, silent until the deadline: either way
@@ -113,7 +113,7 @@ import Testing
         frozen.signal(SIGCONT)
         let heard = eventually(timeout: 40) {
             let report = participation.report
-            return report.silentSlots.isEmpty && report.resolution?.disagreeing.contains { $0.record.id.hex == thawing } == true
+            return report.silentSlots.isEmpty && report.disagreeing.contains { $0.identifier.hex == thawing }
         }
         #expect(heard, "\(participation.report.rejected)")
         #expect(participation.report.identifier.hex == shared)

@@ -58,21 +58,21 @@ import Testing
 
         let expect = try #require(object["expect"] as? [String: Any])
         #expect(resolution.identifier.hex == expect["id"] as? String)
-        #expect(Report.Document.Origin(resolution.origin).rawValue == expect["origin"] as? String)
+        #expect(Report.Origin(resolution.origin).rawValue == expect["origin"] as? String)
         #expect(resolution.born == expect["born"] as? Int64)
         #expect(resolution.generation == expect["generation"] as? Int64 ?? 0)
-        #expect(resolution.decidedBy.map { Report.Document.Tier($0).rawValue } == expect["decidedBy"] as? String)
+        #expect(resolution.decidedBy.map { Report.Tier($0).rawValue } == expect["decidedBy"] as? String)
         #expect(resolution.replaced?.hex == expect["replaced"] as? String)
         let votes = Dictionary(uniqueKeysWithValues: resolution.tally.map { ($0.identifier.hex, $0.votes) })
         #expect(votes == expect["votes"] as? [String: Int])
-        let ignored = Dictionary(grouping: resolution.ignored, by: { Report.Document.IgnoredReason($0.reason).rawValue }).mapValues(\.count)
+        let ignored = Dictionary(grouping: resolution.ignored, by: { Report.Ignored.Reason($0.reason).rawValue }).mapValues(\.count)
         #expect(ignored == expect["ignored"] as? [String: Int])
         // And the reason of each ignored candidate, by its index (or `held`).
         let heldCandidate = held.map { Candidate($0, from: .held) }
         let reasons = Dictionary(
             uniqueKeysWithValues: resolution.ignored.map { ignored in
                 let key = ignored.candidate == heldCandidate ? "held" : candidates.firstIndex(of: ignored.candidate).map(String.init) ?? "?"
-                return (key, Report.Document.IgnoredReason(ignored.reason).rawValue)
+                return (key, Report.Ignored.Reason(ignored.reason).rawValue)
             })
         if ProcessInfo.processInfo.environment["OPENUDID_PRINT_REASONS"] != nil {
             print("REASONS", vector.index, reasons)

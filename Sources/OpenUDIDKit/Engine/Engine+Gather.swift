@@ -53,8 +53,8 @@ extension Engine {
             gatherFileSlots(into: &gathered, now: now)
             gatherLocalCache(into: &gathered, now: now)
         } else {
-            gathered.sources.append(SourceStatus("file-slots", .notUsed("files are turned off")))
-            gathered.sources.append(SourceStatus("local-cache", .notUsed("files are turned off")))
+            gathered.sources.append(.notUsed(.fileSlot, "files are turned off"))
+            gathered.sources.append(.notUsed(.localCache, "files are turned off"))
             gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
@@ -99,7 +99,7 @@ extension Engine {
     ) {
         guard let display = configuration.displayName else {
             let why = configuration.usesSelections ? "no X display (DISPLAY is unset)" : "selections are turned off"
-            gathered.sources.append(SourceStatus("selections", configuration.usesSelections ? .unavailable(why) : .notUsed(why)))
+            gathered.sources.append(configuration.usesSelections ? .unavailable(.selection, why) : .notUsed(.selection, why))
             return
         }
         do throws(XSelectionError) {
@@ -121,15 +121,15 @@ extension Engine {
                     if let candidate = reading.candidate { gathered.candidates.append(candidate) }
                 case .failure(let rejection):
                     gathered.rejected.append(rejection)
-                    if rejection.code == SelectionSlots.spoiledCode, let client = reading.holder?.client.rawValue {
+                    if rejection.code == .spoiled, let client = reading.holder?.client.rawValue {
                         gathered.spoiledClients.insert(client)
                     }
                 }
             }
-            gathered.sources.append(SourceStatus("selections", .read(records: count)))
+            gathered.sources.append(.read(.selection, records: count))
         } catch {
             dropReader()
-            gathered.sources.append(SourceStatus("selections", .unavailable(error.message)))
+            gathered.sources.append(.unavailable(.selection, error.message))
         }
     }
 
@@ -154,7 +154,7 @@ extension Engine {
         do {
             listing = try fileSlots.list(including: app.id)
         } catch {
-            gathered.sources.append(SourceStatus("file-slots", .unavailable(error.message)))
+            gathered.sources.append(.unavailable(.fileSlot, error.message))
             gathered.ownFileSlot = .unavailable(error)
             return
         }
@@ -180,7 +180,7 @@ extension Engine {
         }
         if let report = listing.report { gathered.rejected.append(Rejection(fileSlots.directory, report, code: "too-many-files")) }
         guard listing.scanStopped else {
-            gathered.sources.append(SourceStatus("file-slots", .read(records: count)))
+            gathered.sources.append(.read(.fileSlot, records: count))
             return
         }
         // The listing stopped before the end of the directory: the records read
@@ -191,7 +191,7 @@ extension Engine {
         let why =
             "\(fileSlots.directory) holds more than \(FileSlotStore.scanLimit) entries and its listing stopped early, "
             + "so what the rest holds is unknown (\(count) valid record(s) read); remove the files that are not slots"
-        gathered.sources.append(SourceStatus("file-slots", .unavailable(why)))
+        gathered.sources.append(.unavailable(.fileSlot, why))
         if gathered.ownFileSlot == .absent { gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, why)) }
     }
 
@@ -200,19 +200,19 @@ extension Engine {
         gathered.local = content
         switch content {
         case .absent, .optedOut:
-            gathered.sources.append(SourceStatus("local-cache", .read(records: 0)))
+            gathered.sources.append(.read(.localCache, records: 0))
         case .identifier(let record):
             gathered.candidates.append(Candidate(record, from: .localCache))
-            gathered.sources.append(SourceStatus("local-cache", .read(records: 1)))
+            gathered.sources.append(.read(.localCache, records: 1))
         case .unavailable(let problem):
             gathered.rejected.append(Rejection(localCache.path, problem.message, code: problem.code))
-            gathered.sources.append(SourceStatus("local-cache", .unavailable(problem.message)))
+            gathered.sources.append(.unavailable(.localCache, problem.message))
         }
     }
 
     private func gatherMirror(into gathered: inout Gathered, now: Date) {
         guard let mirror, let place = mirrorPlace else {
-            gathered.sources.append(SourceStatus("mirror", .notUsed("no mirror chosen")))
+            gathered.sources.append(.notUsed(.mirror, "no mirror chosen"))
             return
         }
         gathered.mirrorName = mirror.name
@@ -220,19 +220,19 @@ extension Engine {
         gathered.mirrorRead = read
         switch read {
         case .absent:
-            gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
+            gathered.sources.append(.read(.mirror, records: 0))
         case .unavailable(let problem):
-            gathered.sources.append(SourceStatus("mirror", .unavailable(problem.message)))
+            gathered.sources.append(.unavailable(.mirror, problem.message))
         case .found(let bytes):
             do {
                 let record = try SlotRecord.parse(bytes, now: now)
                 gathered.mirrorRecord = record
                 gathered.candidates.append(Candidate(record, from: .vendorMirror(store: mirror.name, vendor: app.vendor)))
-                gathered.sources.append(SourceStatus("mirror", .read(records: 1)))
+                gathered.sources.append(.read(.mirror, records: 1))
             } catch {
                 gathered.rejected.append(Rejection(place.location, error.description, code: error.token))
                 gathered.mirrorRead = .unavailable(StoreUnavailable(.corrupt, error.description))
-                gathered.sources.append(SourceStatus("mirror", .read(records: 0)))
+                gathered.sources.append(.read(.mirror, records: 0))
             }
         }
     }

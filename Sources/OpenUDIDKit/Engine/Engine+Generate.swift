@@ -13,7 +13,7 @@ extension Engine {
     ///     unreadable slot or a lost X server never makes it forget.
     func resolve(slot: Int?, held: SlotRecord? = nil) -> Report {
         let now = Date()
-        if configuration.consent == .required, !hasConsent {
+        if configuration.requiresConsent, !hasConsent {
             return noConsentReport()
         }
         var gathered = gather(now: now, held: held)
@@ -62,7 +62,7 @@ extension Engine {
                 gathered.candidates.removeAll { if case .fileSlot = $0.source { true } else { false } }
                 gathered.candidates += again.candidates
                 gathered.ownFileSlot = again.ownFileSlot
-                gathered.sources = gathered.sources.map { $0.name == "file-slots" ? again.sources.first ?? $0 : $0 }
+                gathered.sources = gathered.sources.map { $0.place == .fileSlot ? again.sources.first ?? $0 : $0 }
                 resolution = vote(gathered, now: now)
             }
             // Someone else generated meanwhile: nothing left to serialise.
@@ -127,7 +127,7 @@ extension Engine {
         let why = "the app requires the user's consent, and none is recorded"
         return Report(
             app: app, identifier: .optedOut, born: nil, optOut: .noConsent, resolution: nil,
-            sources: ["selections", "file-slots", "local-cache", "mirror"].map { SourceStatus($0, .notUsed(why)) },
+            sources: [.selection, .fileSlot, .localCache, .mirror].map { .notUsed($0, why) },
             rejected: [], repairs: [], mirrorStore: nil, mirrorRecord: nil, slot: nil,
             environment: SessionEnvironment.notes(configuration, sources: []))
     }

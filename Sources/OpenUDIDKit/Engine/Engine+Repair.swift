@@ -25,19 +25,19 @@ extension Engine {
     ) -> Repair {
         switch current {
         case .found(let bytes):
-            if Self.holds(bytes, record, ignoringWriter: ignoringWriter) { return Repair(place.name, .unchanged) }
+            if Self.holds(bytes, record, ignoringWriter: ignoringWriter) { return .unchanged(place.kind) }
         case .absent:
             break
         case .unavailable(let problem) where problem.kind == .corrupt:
-            do { _ = try place.quarantine(now: now) } catch { return Repair(place.name, .failed(error.message)) }
+            do { _ = try place.quarantine(now: now) } catch { return .failed(place.kind, error.message) }
         case .unavailable(let problem):
-            return Repair(place.name, .skipped("its content is unknown (\(problem.message)), so it is left as it is"))
+            return .skipped(place.kind, "its content is unknown (\(problem.message)), so it is left as it is")
         }
         do {
             try place.write(record.encoded())
-            return Repair(place.name, .written)
+            return .written(place.kind)
         } catch {
-            return Repair(place.name, .failed(error.message))
+            return .failed(place.kind, error.message)
         }
     }
 

@@ -47,7 +47,7 @@ final class Engine: @unchecked Sendable {
         localCache = LocalCache(app: app, paths: paths, fileSystem: configuration.fileSystem)
         erasureFence = ErasureFence(
             path: paths.erasureLock, root: paths.dataHome,
-            consentFile: configuration.consent == .required ? paths.consentFile(for: app) : nil,
+            consentFile: configuration.requiresConsent ? paths.consentFile(for: app) : nil,
             enabled: configuration.usesFiles, fileSystem: configuration.fileSystem)
         fileSlot = FencedPlace(place: FileSlotPlace(store: fileSlots, app: app.id), fence: erasureFence)
         localCachePlace = FencedPlace(place: LocalCachePlace(localCache), fence: erasureFence)

@@ -225,6 +225,8 @@ package struct FileSlotPlace: RecordPlace {
 
     /// `"file slot"`.
     package var name: String { "file slot" }
+    /// The kind of place: fileSlot.
+    package var kind: Report.Place { .fileSlot }
     /// The slot file's path.
     package var location: String { (try? store.path(for: app)) ?? app }
     /// Reads the slot file.

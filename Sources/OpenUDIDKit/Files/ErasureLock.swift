@@ -222,6 +222,7 @@ struct FencedPlace: RecordPlace {
     let fence: ErasureFence
 
     var name: String { place.name }
+    var kind: Report.Place { place.kind }
     var location: String { place.location }
     func read() -> StoreRead { place.read() }
     func write(_ bytes: Data) throws(StoreUnavailable) {

@@ -138,6 +138,8 @@ package struct LocalCachePlace: RecordPlace {
 
     /// `"local cache"`.
     package var name: String { "local cache" }
+    /// The kind of place: localCache.
+    package var kind: Report.Place { .localCache }
     /// The cache file's path.
     package var location: String { cache.path }
     /// Reads the cache file's bytes.

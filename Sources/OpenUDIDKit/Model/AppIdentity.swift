@@ -26,7 +26,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// `<id>.json.corrupt-<13-digit milliseconds>-<clash counter up to 999>`:
     /// 224 + 5 + 9 + 13 + 4 = 255. A vendor names the file
     /// `<vendor>.json` of the file mirror the same way.
-    public static let maximumLength = 224
+    package static let maximumLength = 224
 
     /// The hosting prefixes under which the third element of an id names the
     /// owner, so the default vendor is three elements long.
@@ -35,7 +35,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// alice, not to GitHub) and the desktop projects that host many
     /// independent apps, after Flathub's application-id rules. Matching is by
     /// exact bytes: case is not folded.
-    public static let hostingPrefixes: [String] = [
+    package static let hostingPrefixes: [String] = [
         "com.github", "com.gitlab", "io.frama", "io.github", "io.gitlab", "io.sourceforge", "net.sourceforge",
         "org.codeberg", "org.framagit", "org.freedesktop", "org.gnome", "org.kde", "page.codeberg"
     ]
@@ -48,7 +48,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     ///     default vendor (`defaultVendor(of:)`). An explicit vendor must obey
     ///     the same rules as an id.
     /// - Throws: `IdentityError` naming the id (or vendor) and the rule it breaks.
-    public init(_ id: String, vendor: String? = nil) throws(IdentityError) {
+    package init(_ id: String, vendor: String? = nil) throws(IdentityError) {
         try Self.validate(id, as: .app)
         self.id = id
         if let vendor {
@@ -85,7 +85,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     ///   - name: The text to check.
     ///   - role: What the name is meant to be; it only changes the error message.
     /// - Throws: `IdentityError` naming the rule `name` breaks.
-    public static func validate(_ name: String, as role: IdentityError.Role = .app) throws(IdentityError) {
+    package static func validate(_ name: String, as role: IdentityError.Role = .app) throws(IdentityError) {
         if let rule = brokenRule(in: name) {
             throw IdentityError(name: name, role: role, rule: rule)
         }
@@ -95,7 +95,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter name: The text to check.
     /// - Returns: `true` when `init(_:)` would accept `name`.
-    public static func isValid(_ name: String) -> Bool {
+    package static func isValid(_ name: String) -> Bool {
         brokenRule(in: name) == nil
     }
 
@@ -133,10 +133,9 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Why a text is not a usable application id or vendor.
-public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What the rejected text was meant to be.
-    public enum Role: Sendable, Hashable {
+    package enum Role: Sendable, Hashable {
         /// An application id such as `com.acme.notes`.
         case app
         /// A vendor such as `com.acme`.
@@ -144,7 +143,7 @@ public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// The rule a rejected text breaks.
-    public enum Rule: Sendable, Hashable {
+    package enum Rule: Sendable, Hashable {
         /// The text is empty.
         case empty
         /// The text is longer than `AppIdentity.maximumLength` bytes; the payload is its length.
@@ -160,21 +159,21 @@ public struct IdentityError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// The rejected text.
-    public let name: String
+    package let name: String
     /// What the text was meant to be.
-    public let role: Role
+    package let role: Role
     /// The rule it breaks.
-    public let rule: Rule
+    package let rule: Rule
 
     /// Creates an error for `name` breaking `rule`.
-    public init(name: String, role: Role, rule: Rule) {
+    package init(name: String, role: Role, rule: Rule) {
         self.name = name
         self.role = role
         self.rule = rule
     }
 
     /// The rejected text, the rule it breaks, and an example of a valid name.
-    public var description: String {
+    package var description: String {
         let what = role == .app ? "app id" : "vendor"
         let example = role == .app ? "com.example.App" : "com.example"
         let why: String

@@ -5,7 +5,7 @@
 /// to mean "opted out" and is never generated.
 public struct Identifier: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The number of bytes in an identifier.
-    public static let byteCount = 20
+    package static let byteCount = 20
 
     // Big-endian words: comparing them in order compares the bytes, and
     // therefore the hex text, in order.
@@ -43,7 +43,7 @@ public struct Identifier: Sendable, Hashable, Comparable, CustomStringConvertibl
     ///
     /// - Parameter generator: The source of random bits.
     /// - Returns: An identifier that is never the opt-out value.
-    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> Identifier {
+    package static func random<G: RandomNumberGenerator>(using generator: inout G) -> Identifier {
         while true {
             let candidate = Identifier(
                 high: generator.next(), middle: generator.next(), low: UInt32(truncatingIfNeeded: generator.next()))
@@ -162,7 +162,7 @@ extension Identifier: Codable {
 /// Why a text is not an identifier.
 public struct IdentifierError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong with the text.
-    public enum Reason: Sendable, Hashable {
+    package enum Reason: Sendable, Hashable {
         /// The text is not 40 characters long; the payload is its length in Unicode scalars.
         case wrongLength(Int)
         /// The character at this offset (counted in Unicode scalars from 0) is not one of `0-9a-f`.
@@ -172,10 +172,10 @@ public struct IdentifierError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The rejected text.
     public let text: String
     /// What is wrong with it.
-    public let reason: Reason
+    package let reason: Reason
 
     /// Creates an error for `text`.
-    public init(text: String, reason: Reason) {
+    package init(text: String, reason: Reason) {
         self.text = text
         self.reason = reason
     }

@@ -2,21 +2,61 @@ import FoundationEssentials
 import Glibc
 
 /// Something about the session that limits what this app can share, as a
-/// line of a report (docs/PROTOCOL.md §12 `environment`).
-public struct EnvironmentNote: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// A stable token: `sandboxed`, `no-display`, `wayland-without-x` or `x-unreachable`.
-    public let code: String
-    /// What it means for sharing, for a person.
-    public let detail: String
+/// line of a report (docs/PROTOCOL.md §12 `environment`: `{code, detail}`).
+/// Each case carries what it means for sharing, for a person.
+public enum EnvironmentNote: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// `sandboxed`: a Flatpak sandbox (`FLATPAK_ID` or `/.flatpak-info`).
+    case sandboxed(String)
+    /// `no-display`: no `DISPLAY`.
+    case noDisplay(String)
+    /// `wayland-without-x`: `WAYLAND_DISPLAY` set, no `DISPLAY`.
+    case waylandWithoutX(String)
+    /// `x-unreachable`: the X server named cannot be reached.
+    case xUnreachable(String)
 
-    /// Creates a note.
-    public init(code: String, detail: String) {
-        self.code = code
-        self.detail = detail
+    /// The stable token of §12.
+    package var code: String {
+        switch self {
+        case .sandboxed: "sandboxed"
+        case .noDisplay: "no-display"
+        case .waylandWithoutX: "wayland-without-x"
+        case .xUnreachable: "x-unreachable"
+        }
+    }
+
+    /// What the note means for sharing, for a person.
+    public var detail: String {
+        switch self {
+        case .sandboxed(let detail), .noDisplay(let detail), .waylandWithoutX(let detail), .xUnreachable(let detail): detail
+        }
     }
 
     /// `code: detail`.
     public var description: String { "\(code): \(detail)" }
+
+    private enum CodingKeys: String, CodingKey { case code, detail }
+
+    /// Decodes `{code, detail}`.
+    ///
+    /// - Throws: `DecodingError` for a code §12 does not list.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let detail = try container.decode(String.self, forKey: .detail)
+        switch try container.decode(String.self, forKey: .code) {
+        case "sandboxed": self = .sandboxed(detail)
+        case "no-display": self = .noDisplay(detail)
+        case "wayland-without-x": self = .waylandWithoutX(detail)
+        case "x-unreachable": self = .xUnreachable(detail)
+        case let code: throw DecodingError.dataCorruptedError(forKey: .code, in: container, debugDescription: "unknown note \(code)")
+        }
+    }
+
+    /// Encodes `{code, detail}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(code, forKey: .code)
+        try container.encode(detail, forKey: .detail)
+    }
 }
 
 /// Where the app runs, as far as sharing is concerned: a Flatpak sandbox, a
@@ -28,43 +68,38 @@ enum SessionEnvironment {
         var notes: [EnvironmentNote] = []
         if let sandbox = flatpakApp(environment) {
             notes.append(
-                EnvironmentNote(
-                    code: "sandboxed",
-                    detail: """
-                        in the Flatpak sandbox of \(sandbox): the file slots, local cache and opt-out marker are private \
-                        to this app unless it may write xdg-data/openudid and read xdg-config/openudid; the selections need \
-                        the X11 socket (--socket=x11); the vendor mirror is the vendor's only through the host's Secret \
-                        Service (--talk-name=org.freedesktop.secrets)
-                        """))
+                .sandboxed(
+                    """
+                    in the Flatpak sandbox of \(sandbox): the file slots, local cache and opt-out marker are private \
+                    to this app unless it may write xdg-data/openudid and read xdg-config/openudid; the selections need \
+                    the X11 socket (--socket=x11); the vendor mirror is the vendor's only through the host's Secret \
+                    Service (--talk-name=org.freedesktop.secrets)
+                    """))
         }
         if configuration.usesSelections {
             let display = configuration.displayName
-            let selections = sources.first { $0.name == "selections" }?.state
+            let selections = sources.first { $0.place == .selection }
             if display == nil, let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty {
                 // Without DISPLAY nothing says whether the compositor runs Xwayland
                 // (weston and GNOME start it at the first X client), so the note
                 // says what is known and where the display usually is.
                 notes.append(
-                    EnvironmentNote(
-                        code: "wayland-without-x",
-                        detail: """
-                            a Wayland session (\(wayland)) with DISPLAY unset: the X selections cannot be reached, so \
-                            apps share only through their file slots and the vendor mirror; a Wayland desktop usually \
-                            exports its compositor's Xwayland display, when it has one, as DISPLAY, and an app started \
-                            with it takes part in the selections
-                            """))
+                    .waylandWithoutX(
+                        """
+                        a Wayland session (\(wayland)) with DISPLAY unset: the X selections cannot be reached, so \
+                        apps share only through their file slots and the vendor mirror; a Wayland desktop usually \
+                        exports its compositor's Xwayland display, when it has one, as DISPLAY, and an app started \
+                        with it takes part in the selections
+                        """))
             } else if display == nil {
                 notes.append(
-                    EnvironmentNote(
-                        code: "no-display",
-                        detail:
-                            "no X display (DISPLAY is unset): no selections; apps share only through their file slots and the vendor mirror"
+                    .noDisplay(
+                        "no X display (DISPLAY is unset): no selections; apps share only through their file slots and the vendor mirror"
                     ))
-            } else if let display, case .unavailable(let why)? = selections {
+            } else if let display, case .unavailable(_, let why)? = selections {
                 notes.append(
-                    EnvironmentNote(
-                        code: "x-unreachable",
-                        detail: "the X server \(display) cannot be reached (\(why)): no selections this time"))
+                    .xUnreachable(
+                        "the X server \(display) cannot be reached (\(why)): no selections this time"))
             }
         }
         return notes

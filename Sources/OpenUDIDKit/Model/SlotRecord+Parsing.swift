@@ -7,7 +7,7 @@ extension SlotRecord {
     ///
     /// Unknown fields may hold any JSON value, but a reader must not be made
     /// to recurse without bound by bytes any process can write.
-    public static let maximumDepth = 16
+    package static let maximumDepth = 16
 
     /// Parses and validates a record read from a slot or a store.
     ///
@@ -25,7 +25,7 @@ extension SlotRecord {
     ///   - now: The reader's clock, which bounds how far in the future `born` and `written` may be.
     /// - Returns: The validated record.
     /// - Throws: `RecordError` saying what is wrong.
-    public static func parse(_ data: Data, now: Date = Date()) throws(RecordError) -> SlotRecord {
+    package static func parse(_ data: Data, now: Date = Date()) throws(RecordError) -> SlotRecord {
         guard data.count <= maximumSize else { throw RecordError(.tooLarge(bytes: data.count)) }
         // Every writer of this format produces one exact shape (`encoded()`), and
         // a reader parses a hundred or more records per resolution. That shape is
@@ -490,10 +490,9 @@ struct RecordJSONParser {
     }
 }
 
-/// Why a record was rejected.
-public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong with the record.
-    public enum Reason: Sendable, Hashable {
+    package enum Reason: Sendable, Hashable {
         /// Over `SlotRecord.maximumSize`; the payload is the size in bytes.
         case tooLarge(bytes: Int)
         /// The bytes are not valid UTF-8.
@@ -541,7 +540,7 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
         case optOutMismatch(optOut: Bool)
 
         /// The stable token of this reason, such as `duplicate-key`.
-        public var token: String {
+        package var token: String {
             switch self {
             case .tooLarge: "too-large"
             case .invalidUTF8: "invalid-utf8"
@@ -569,19 +568,19 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// What is wrong with the record.
-    public let reason: Reason
+    package let reason: Reason
 
     /// Creates an error for `reason`.
-    public init(_ reason: Reason) {
+    package init(_ reason: Reason) {
         self.reason = reason
     }
 
     /// The reason as a stable token, such as `duplicate-key`, for reports and
     /// test vectors; docs/PROTOCOL.md §3 lists every token.
-    public var token: String { reason.token }
+    package var token: String { reason.token }
 
     /// Every token `token` can give, in the order docs/PROTOCOL.md §3 checks them.
-    public static let tokens = [
+    package static let tokens = [
         "too-large", "invalid-utf8", "byte-order-mark", "control-character", "invalid-escape", "trailing-comma",
         "duplicate-key", "too-deep", "malformed-json", "not-an-object", "missing-field", "wrong-type",
         "not-whole-number", "out-of-range", "unsupported-version", "invalid-id", "invalid-app", "invalid-vendor",
@@ -589,7 +588,7 @@ public struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     ]
 
     /// "record rejected: " and what is wrong, naming the field and the value.
-    public var description: String {
+    package var description: String {
         "record rejected: " + explanation
     }
 

@@ -18,18 +18,18 @@ import Glibc
 /// any major version they do not know.
 public struct SlotRecord: Sendable, Hashable {
     /// The major format version this library reads and writes.
-    public static let currentVersion = 1
+    package static let currentVersion = 1
     /// The largest record accepted, in bytes; larger input is rejected unread.
-    public static let maximumSize = 4096
+    package static let maximumSize = 4096
     /// The earliest time a record may carry: 2010-01-01T00:00:00Z, in milliseconds since the epoch.
     ///
     /// Anything earlier is a broken clock or a forgery; OpenUDID did not exist.
-    public static let earliestTime: Int64 = 1_262_304_000_000
+    package static let earliestTime: Int64 = 1_262_304_000_000
     /// How far past the reader's clock a record's times may be, in milliseconds (24 hours).
     ///
     /// Generous enough for clocks that disagree by a time zone, strict enough
     /// that a record cannot claim to be from next year.
-    public static let futureTolerance: Int64 = 86_400_000
+    package static let futureTolerance: Int64 = 86_400_000
     /// The highest reset generation a record may carry (2^31 − 1).
     ///
     /// A user who reset once a second would need 68 years to reach it; a
@@ -62,7 +62,7 @@ public struct SlotRecord: Sendable, Hashable {
     ///
     /// `parse(_:now:)` is where records are validated; a record built here
     /// with fields it would reject encodes fine but will be rejected by every reader.
-    public init(
+    package init(
         version: Int = SlotRecord.currentVersion, id: Identifier, app: String, vendor: String,
         born: Int64, written: Int64, optOut: Bool, generation: Int64 = 0
     ) {
@@ -84,7 +84,7 @@ public struct SlotRecord: Sendable, Hashable {
     ///   - born: When `id` was first generated, in milliseconds since the epoch.
     ///   - written: When this record is written, in milliseconds since the epoch.
     ///   - generation: The user reset generation `id` belongs to.
-    public init(id: Identifier, app: AppIdentity, born: Int64, written: Int64, generation: Int64 = 0) {
+    package init(id: Identifier, app: AppIdentity, born: Int64, written: Int64, generation: Int64 = 0) {
         self.init(
             id: id, app: app.id, vendor: app.vendor, born: born, written: written, optOut: id.isOptedOut, generation: generation)
     }
@@ -103,7 +103,7 @@ public struct SlotRecord: Sendable, Hashable {
     /// other characters are escaped.
     ///
     /// - Returns: UTF-8 JSON without spaces or a trailing newline.
-    public func encoded() -> Data {
+    package func encoded() -> Data {
         var text = "{"
         text += "\"app\":" + Self.jsonString(app)
         text += ",\"born\":" + String(born)

@@ -2,9 +2,9 @@
 ///
 /// Where a record comes from decides whose ballot it is: every X client, app
 /// and vendor mirror gets at most one, however many records it publishes.
-public struct Candidate: Sendable, Hashable, CustomStringConvertible {
+package struct Candidate: Sendable, Hashable, CustomStringConvertible {
     /// Where a record was found.
-    public enum Source: Sendable, Hashable, CustomStringConvertible {
+    package enum Source: Sendable, Hashable, CustomStringConvertible {
         /// A `_OPENUDID_SLOT_<slot>` selection owned by the X client (connection)
         /// `client`: the client part of the owner window's id, the bits above
         /// the resource mask, which names the connection that owns it now.
@@ -19,7 +19,7 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
         case held
 
         /// Where the record was found, for reports: `slot 3 (X client 0x1a00000)`.
-        public var description: String {
+        package var description: String {
             switch self {
             case .selection(let slot, let client):
                 return "slot \(slot) (X client 0x\(String(client, radix: 16)))"
@@ -36,7 +36,7 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
 
         /// The kind of place, as reports name it: `selection`, `file-slot`,
         /// `local-cache`, `mirror` or `held`.
-        public var kind: String {
+        package var kind: String {
             switch self {
             case .selection: "selection"
             case .fileSlot: "file-slot"
@@ -48,22 +48,22 @@ public struct Candidate: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The record, already validated by `SlotRecord.parse(_:now:)`.
-    public var record: SlotRecord
+    package var record: SlotRecord
     /// Where it was found.
-    public var source: Source
+    package var source: Source
 
     /// Pairs a record with where it was found.
     ///
     /// - Parameters:
     ///   - record: A validated record.
     ///   - source: Where it was found.
-    public init(_ record: SlotRecord, from source: Source) {
+    package init(_ record: SlotRecord, from source: Source) {
         self.record = record
         self.source = source
     }
 
     /// The identifier, where it was found and which app wrote it, for reports.
-    public var description: String {
+    package var description: String {
         "\(record.id) from \(source), written by \(quoted(record.app))"
     }
 }

@@ -40,9 +40,9 @@ public enum ResolutionPolicy: Sendable, Hashable {
 ///
 /// Ties left after that are broken by the candidates' content alone, so any
 /// two apps given the same candidates, in any order, reach the same result.
-public struct Resolution: Sendable, Hashable {
+package struct Resolution: Sendable, Hashable {
     /// How the resulting identifier was chosen.
-    public enum Origin: Sendable, Hashable {
+    package enum Origin: Sendable, Hashable {
         /// It won the vote.
         case consensus
         /// Nobody voted, so it was newly generated.
@@ -53,7 +53,7 @@ public struct Resolution: Sendable, Hashable {
     }
 
     /// Which kind of evidence decided.
-    public enum Tier: Sendable, Hashable {
+    package enum Tier: Sendable, Hashable {
         /// Places only the user's own processes can write: file slots, local
         /// caches, the vendor mirror, and an app's own held value.
         case durable
@@ -62,19 +62,19 @@ public struct Resolution: Sendable, Hashable {
     }
 
     /// The votes one identifier received.
-    public struct Tally: Sendable, Hashable {
+    package struct Tally: Sendable, Hashable {
         /// The identifier voted for.
-        public let identifier: Identifier
+        package let identifier: Identifier
         /// How many ballots named it.
-        public let votes: Int
+        package let votes: Int
         /// The earliest `born` among those ballots.
-        public let born: Int64
+        package let born: Int64
     }
 
     /// A candidate that did not vote, and why.
-    public struct Ignored: Sendable, Hashable {
+    package struct Ignored: Sendable, Hashable {
         /// Why a candidate did not vote.
-        public enum Reason: Sendable, Hashable {
+        package enum Reason: Sendable, Hashable {
             /// Its X client's ballot is the record at `counted` (a lower slot).
             case sameClient(counted: Candidate.Source)
             /// Its app's ballot is the record at `counted`.
@@ -105,67 +105,67 @@ public struct Resolution: Sendable, Hashable {
         }
 
         /// The candidate.
-        public let candidate: Candidate
+        package let candidate: Candidate
         /// Why it did not vote.
-        public let reason: Reason
+        package let reason: Reason
     }
 
     /// Several X clients claim to be one app (or a client claims to be the
     /// resolving app with another identifier than the app holds): at most one
     /// of them is that app.
-    public struct Conflict: Sendable, Hashable {
+    package struct Conflict: Sendable, Hashable {
         /// The app id claimed.
-        public let app: String
+        package let app: String
         /// The records that claim it, in canonical order.
-        public let claims: [Candidate]
+        package let claims: [Candidate]
     }
 
     /// The app's local value and the consensus differ.
-    public struct Disagreement: Sendable, Hashable {
+    package struct Disagreement: Sendable, Hashable {
         /// The app's local value.
-        public let local: Identifier
+        package let local: Identifier
         /// The winner of the vote.
-        public let consensus: Identifier
+        package let consensus: Identifier
 
         /// Describes a disagreement between `local` and `consensus`.
-        public init(local: Identifier, consensus: Identifier) {
+        package init(local: Identifier, consensus: Identifier) {
             self.local = local
             self.consensus = consensus
         }
     }
 
     /// The identifier to use.
-    public let identifier: Identifier
+    package let identifier: Identifier
     /// When `identifier` was first generated, in milliseconds since the epoch:
     /// the earliest `born` for it among the deciding tier's records, so that
     /// copying never makes an identifier younger.
-    public let born: Int64
+    package let born: Int64
     /// How `identifier` was chosen.
-    public let origin: Origin
+    package let origin: Origin
     /// The user reset generation `identifier` belongs to (0 before any reset).
-    public let generation: Int64
+    package let generation: Int64
     /// The tier whose ballots decided, or nil when nobody voted.
-    public let decidedBy: Tier?
+    package let decidedBy: Tier?
     /// Every identifier that received votes, the winner first, in the order the rule ranks them.
-    public let tally: [Tally]
+    package let tally: [Tally]
     /// The ballots that named `identifier`.
-    public let agreeing: [Candidate]
+    package let agreeing: [Candidate]
     /// The ballots that named another identifier.
-    public let disagreeing: [Candidate]
+    package let disagreeing: [Candidate]
     /// The candidates that did not vote, and why.
-    public let ignored: [Ignored]
+    package let ignored: [Ignored]
     /// Apps claimed by more than one X client.
-    public let conflicts: [Conflict]
+    package let conflicts: [Conflict]
     /// The local value given up for the consensus, under `ResolutionPolicy.followConsensus`.
-    public let replaced: Identifier?
+    package let replaced: Identifier?
     /// Set when the app's local value differs from the winner of the vote, under either policy.
-    public let disagreement: Disagreement?
+    package let disagreement: Disagreement?
 
     /// The winner of the vote, whether or not the app adopted it; `nil` when nobody voted.
-    public var consensus: Identifier? { tally.first?.identifier }
+    package var consensus: Identifier? { tally.first?.identifier }
 
     /// The number of votes per identifier.
-    public var votes: [Identifier: Int] {
+    package var votes: [Identifier: Int] {
         Dictionary(uniqueKeysWithValues: tally.map { ($0.identifier, $0.votes) })
     }
 
@@ -195,7 +195,7 @@ public struct Resolution: Sendable, Hashable {
     ///   - fresh: Makes a new identifier and its birth time; called only when
     ///     nobody votes and there is no local value of the current generation.
     /// - Returns: The identifier to use, with the full account of the vote.
-    public static func resolve(
+    package static func resolve(
         candidates: [Candidate],
         local: SlotRecord?,
         held: SlotRecord? = nil,

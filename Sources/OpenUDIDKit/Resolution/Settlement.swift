@@ -22,7 +22,7 @@ extension Resolution {
     ///   - outstanding: The X clients (the `client` of `Candidate.Source.selection`)
     ///     that owned, at the owner query, a selection slot that has not answered.
     /// - Returns: Whether no answers of the outstanding clients can change the winner.
-    public static func isSettled(_ resolution: Resolution, outstanding: Set<UInt32>) -> Bool {
+    package static func isSettled(_ resolution: Resolution, outstanding: Set<UInt32>) -> Bool {
         if resolution.decidedBy == .durable || outstanding.isEmpty { return true }
         guard let leader = resolution.tally.first else { return false }
         // Outstanding clients whose counted ballot is for the winner may move it.

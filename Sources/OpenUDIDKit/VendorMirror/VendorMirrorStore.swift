@@ -55,6 +55,8 @@ package struct VendorMirrorPlace: RecordPlace {
 
     /// `"mirror"`.
     package var name: String { "mirror" }
+    /// The kind of place: mirror.
+    package var kind: Report.Place { .mirror }
     /// Where the item is, as the store names it.
     package var location: String { store.location(vendor: vendor) }
     /// Reads the item of `vendor`.
