@@ -243,6 +243,23 @@ public final class ChildProcess: @unchecked Sendable {
     /// Whether the child still runs (a child that exited is reaped by this call).
     public var isRunning: Bool { reap(blocking: false) == nil }
 
+    /// How many times the kernel has switched to a thread of the process so
+    /// far (voluntary and involuntary context switches, summed over the
+    /// threads /proc lists); nil when /proc cannot tell. A thread blocked in
+    /// `poll` is never switched to, so a process that sleeps adds nothing.
+    public var contextSwitches: Int? {
+        let tasks = "/proc/\(pid)/task"
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return nil }
+        var total = 0
+        for thread in threads {
+            guard let status = try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
+                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+        }
+        return total
+    }
+
     /// Sends `signal` to the child, unless it has been reaped.
     public func signal(_ signal: Int32) {
         lock.withLock {

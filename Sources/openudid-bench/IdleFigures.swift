@@ -48,9 +48,9 @@ extension Bench {
         let (windows, seconds) = plan.idle
         var samples: [Double] = []
         for _ in 0..<windows {
-            let before = Self.switches(of: apps[1].pid)
+            let before = apps[1].contextSwitches
             Thread.sleep(forTimeInterval: seconds)
-            let after = Self.switches(of: apps[1].pid)
+            let after = apps[1].contextSwitches
             guard let before, let after else { throw BenchError("could not read /proc for the idle app") }
             samples.append(Double(after - before) * 30 / seconds)
         }
@@ -58,20 +58,5 @@ extension Bench {
             throw BenchError("an idle app exited or changed its identifier: \(apps.map(\.standardError))")
         }
         return samples
-    }
-
-    /// The context switches of every thread of `pid` so far; nil when /proc
-    /// cannot tell.
-    static func switches(of pid: pid_t) -> Int? {
-        let tasks = "/proc/\(pid)/task"
-        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return nil }
-        var total = 0
-        for thread in threads {
-            guard let status = try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8) else { continue }
-            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
-                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-            }
-        }
-        return total
     }
 }

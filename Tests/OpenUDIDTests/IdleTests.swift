@@ -20,10 +20,10 @@ import Testing
         // Settled: the answers to each other's reads are done. A process that
         // wakes once a second (libdispatch's pool monitor, a polling timer)
         // never stays still for two seconds.
-        var last = try #require(switches(of: second.child.pid))
+        var last = try #require(second.child.contextSwitches)
         var stillSince = Date()
         let settled = eventually(timeout: 20, every: 0.1) {
-            guard let now = switches(of: second.child.pid) else { return false }
+            guard let now = second.child.contextSwitches else { return false }
             if now != last {
                 last = now
                 stillSince = Date()
@@ -33,24 +33,10 @@ import Testing
         #expect(settled, "the participant never stayed asleep for 2 s")
 
         // And it stays asleep: the window is what is observed, so it is waited out.
-        let before = try #require(switches(of: second.child.pid))
+        let before = try #require(second.child.contextSwitches)
         Thread.sleep(forTimeInterval: 5)
-        let after = try #require(switches(of: second.child.pid))
+        let after = try #require(second.child.contextSwitches)
         #expect(after - before <= 1, "the idle participant woke \(after - before) times in 5 s")
         #expect(second.child.isRunning)
-    }
-
-    /// The context switches of every thread of `pid` so far.
-    private func switches(of pid: pid_t) -> Int? {
-        let tasks = "/proc/\(pid)/task"
-        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return nil }
-        var total = 0
-        for thread in threads {
-            guard let status = try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8) else { continue }
-            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
-                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-            }
-        }
-        return total
     }
 }
