@@ -202,6 +202,17 @@ final class ParticipationCore: @unchecked Sendable {
                 handle(core)
             }
         }
+        // A burst of owner changes (a client claiming and releasing slots as
+        // fast as it can) is one job on the loop, not one per event: while a
+        // change waits to be taken, the next ones only find it there.
+        let changeWaiting = Atomic<Bool>(false)
+        let changed: @Sendable () -> Void = {
+            guard !changeWaiting.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            deliver { core in
+                changeWaiting.store(false, ordering: .releasing)
+                core.schedule()
+            }
+        }
         do throws(XSelectionError) {
             let owner = try SelectionOwner(display: display) { event in
                 switch event {
@@ -215,7 +226,7 @@ final class ParticipationCore: @unchecked Sendable {
                     switch event {
                     case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
                         break // our own claim
-                    case .changed: deliver { $0.schedule() }
+                    case .changed: changed()
                     case .connectionLost: deliver { $0.connectionLost() }
                     }
                 }
