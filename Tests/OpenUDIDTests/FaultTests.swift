@@ -520,3 +520,53 @@ final class TmpfsMount: Sendable {
         _ = try? runCommand(try Tools.find("umount"), [path], environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
     }
 }
+
+extension ConcurrencyFaultTests {
+    /// Apps that find nothing while another app holds the generation lock
+    /// read its file slot once it lets go, side by side, and none of them
+    /// generates (PROTOCOL §6.4).
+    @Test func appsThatWaitWhileAnotherGeneratesTakeWhatItWrote() throws {
+        let session = try TestSession(display: nil)
+        let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
+        let generator = try #require(FileLock.acquire(paths.generationLock, waitingAtMost: .zero).value)
+        let waiters = try (0..<3).map { index in
+            try ChildProcess(
+                Tools.product("openudid"),
+                ["get", "--app", "com.acme.waiter\(index)", "--mirror", "none", "--json"] + session.commonArguments,
+                environment: session.environment)
+        }
+        // Each waiter keeps the lock file open while it waits for the generator.
+        #expect(eventually(timeout: 20) { processes(holdingOpen: paths.generationLock).count == 3 })
+
+        let identifier = Identifier.random()
+        let now = Milliseconds.since1970(Date())
+        let record = SlotRecord(id: identifier, app: try AppIdentity("com.acme.generator"), born: now, written: now)
+        try FileManager.default.createDirectory(atPath: paths.slotsDirectory, withIntermediateDirectories: true)
+        try record.encoded().write(to: URL(fileURLWithPath: paths.slotsDirectory + "/com.acme.generator.json"))
+        generator.release()
+
+        for waiter in waiters {
+            waiter.waitForEndOfOutput(timeout: 20)
+            let output = waiter.takeRemainingText()
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
+            #expect(report["id"] as? String == identifier.hex)
+            #expect(report["origin"] as? String != "generated", "\(report)")
+            #expect(!report.rejections.contains { $0.place == paths.generationLock }, "\(report.rejections)")
+        }
+    }
+
+    /// The ids of the processes that have `path` open.
+    private func processes(holdingOpen path: String) -> Set<String> {
+        // As /proc names it: the kernel's path has no doubled slashes.
+        let path = (path as NSString).standardizingPath
+        let proc = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        var holders: Set<String> = []
+        for pid in proc where pid.allSatisfy(\.isNumber) {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            for fd in fds where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path {
+                holders.insert(pid)
+            }
+        }
+        return holders
+    }
+}

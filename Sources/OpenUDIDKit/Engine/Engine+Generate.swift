@@ -47,24 +47,17 @@ extension Engine {
         // they are still empty, and keeps the lock until its copies are written.
         var generationLock: FileLock?
         defer { generationLock?.release() }
-        let acquired =
-            resolution.origin == .generated && configuration.usesFiles
-            ? FileLock.acquire(
-                paths.generationLock, waitingAtMost: Self.generationWait, below: paths.dataHome, fileSystem: fileSystem) : nil
+        let acquired = resolution.origin == .generated && configuration.usesFiles ? takeGenerationLock(gathered: &gathered, now: now) : nil
+        if acquired == nil, resolution.origin == .generated, configuration.usesFiles {
+            // Another app generated while this one waited: its record decides.
+            resolution = vote(gathered, now: now)
+        }
         if case .failure(let problem)? = acquired {
             gathered.rejected.append(Rejection(paths.generationLock, problem.message, code: "generation-lock"))
         }
         if case .success(let lock)? = acquired {
             generationLock = lock
-            var again = Gathered()
-            gatherFileSlots(into: &again, now: now)
-            if !again.candidates.isEmpty {
-                gathered.candidates.removeAll { if case .fileSlot = $0.source { true } else { false } }
-                gathered.candidates += again.candidates
-                gathered.ownFileSlot = again.ownFileSlot
-                gathered.sources = gathered.sources.map { $0.place == .fileSlot ? again.sources.first ?? $0 : $0 }
-                resolution = vote(gathered, now: now)
-            }
+            if readFileSlotsAgain(into: &gathered, now: now) { resolution = vote(gathered, now: now) }
             // Someone else generated meanwhile: nothing left to serialise.
             if resolution.origin != .generated { lock.release() }
         }
@@ -89,6 +82,52 @@ extension Engine {
             sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
             mirrorRecord: gathered.mirrorRecord, slot: slot,
             environment: SessionEnvironment.notes(configuration, sources: gathered.sources), generation: resolution.generation)
+    }
+
+    /// Takes the generation lock to generate, or finds that another app has
+    /// generated meanwhile and returns nil, with its file slot in `gathered`.
+    ///
+    /// While another app holds the lock, this one waits for a shared lock,
+    /// which the holder's release lets every waiter take at once, and reads the
+    /// file slots again under it: the holder's file slot is written by then.
+    /// A hundred apps started at once from nothing used to take the exclusive
+    /// lock one after the other, each to find the identifier the first one
+    /// made; now they read it side by side. Only if the file slots are still
+    /// empty, or hold nothing the vote takes, does an app go on to the
+    /// exclusive lock (PROTOCOL §6.4).
+    private func takeGenerationLock(gathered: inout Gathered, now: Date) -> Result<FileLock, FileLock.Failure>? {
+        let path = paths.generationLock
+        let giveUp = ContinuousClock.now + Self.generationWait
+        let first = FileLock.acquire(path, waitingAtMost: .zero, below: paths.dataHome, fileSystem: fileSystem)
+        guard case .failure(let problem) = first, problem.kind == .timedOut else { return first }
+        switch FileLock.acquire(
+            path, mode: .shared, waitingAtMost: ContinuousClock.now.duration(to: giveUp), below: paths.dataHome, fileSystem: fileSystem)
+        {
+        case .success(let shared):
+            let found = readFileSlotsAgain(into: &gathered, now: now)
+            shared.release()
+            if found, vote(gathered, now: now).origin != .generated { return nil }
+        case .failure(let problem):
+            // Held the whole wait, or unusable: said as it is, and the app generates.
+            return .failure(problem)
+        }
+        return FileLock.acquire(
+            path, waitingAtMost: max(ContinuousClock.now.duration(to: giveUp), .zero), below: paths.dataHome, fileSystem: fileSystem)
+    }
+
+    /// Reads the file slots again and, if they hold any record now, puts
+    /// them in `gathered` in place of what was read before.
+    ///
+    /// - Returns: Whether they held any.
+    private func readFileSlotsAgain(into gathered: inout Gathered, now: Date) -> Bool {
+        var again = Gathered()
+        gatherFileSlots(into: &again, now: now)
+        guard !again.candidates.isEmpty else { return false }
+        gathered.candidates.removeAll { if case .fileSlot = $0.source { true } else { false } }
+        gathered.candidates += again.candidates
+        gathered.ownFileSlot = again.ownFileSlot
+        gathered.sources = gathered.sources.map { $0.place == .fileSlot ? again.sources.first ?? $0 : $0 }
+        return true
     }
 
     /// How long an app waits for another one that is generating an identifier;
