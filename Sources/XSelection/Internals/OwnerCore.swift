@@ -354,10 +354,21 @@ final class OwnerCore {
     }
 
     private func selectionOwner(_ selection: UInt) throws(XSelectionError) -> UInt {
-        let cookie = xcb_get_selection_owner(connection.xcb, xcb_atom_t(selection))
-        guard let raw = try reply(to: cookie.sequence, what: "a selection owner query") else { return 0 }
+        try ownerReply(xcb_get_selection_owner(connection.xcb, xcb_atom_t(selection)).sequence)
+    }
+
+    /// The owner a selection owner query sent as `cookie` names (0: none).
+    private func ownerReply(_ cookie: UInt32) throws(XSelectionError) -> UInt {
+        guard let raw = try reply(to: cookie, what: "a selection owner query") else { return 0 }
         defer { free(raw) }
         return UInt(raw.assumingMemoryBound(to: xcb_get_selection_owner_reply_t.self).pointee.owner)
+    }
+
+    /// Lets the server go (`UngrabServer`) and sends it at once.
+    private func ungrabServer() {
+        xcb_ungrab_server(connection.xcb)
+        catchingUp = nil // the ungrab ended that hold too
+        connection.flushRequests()
     }
 
     /// A server timestamp: the time of the PropertyNotify that appending nothing
@@ -411,17 +422,20 @@ final class OwnerCore {
             // connection: a lock or a thread it waited for could be waiting
             // for the grabbed server itself (see `claimFirstFree`).
             xcb_grab_server(connection.xcb)
-            defer {
-                xcb_ungrab_server(connection.xcb)
-                catchingUp = nil // the ungrab ended that hold too
-                connection.flushRequests()
-            }
+            var grabbed = true
+            defer { if grabbed { ungrabServer() } }
             owner = try selectionOwner(selection)
             if owner != 0 && owner != window {
                 return .taken(by: XWindow(UInt32(truncatingIfNeeded: owner)))
             }
+            // The check goes out before the ungrab, and the server answers it
+            // in order, under the grab: its reply is read after letting go, so
+            // the grab lasts one round trip instead of two.
             setOwner(selection, to: window, time: time)
-            owner = try selectionOwner(selection)
+            let check = xcb_get_selection_owner(connection.xcb, xcb_atom_t(selection)).sequence
+            ungrabServer()
+            grabbed = false
+            owner = try ownerReply(check)
         case .always:
             setOwner(selection, to: window, time: time)
             owner = try selectionOwner(selection)
@@ -452,11 +466,8 @@ final class OwnerCore {
         let prepared = try prepare(payloads)
         let time = try serverTime()
         xcb_grab_server(connection.xcb)
-        defer {
-            xcb_ungrab_server(connection.xcb)
-            catchingUp = nil // the ungrab ended that hold too
-            connection.flushRequests()
-        }
+        var grabbed = true
+        defer { if grabbed { ungrabServer() } }
         let cookies = selections.map { xcb_get_selection_owner(connection.xcb, xcb_atom_t($0)).sequence }
         var first: Int?
         // Every reply is taken, even past the first free one: xcb keeps a reply
@@ -468,8 +479,12 @@ final class OwnerCore {
             if first == nil && owner == 0 { first = index }
         }
         guard let first else { return nil }
+        // As in `claim`: the check is answered under the grab, and read after it.
         setOwner(selections[first], to: window, time: time)
-        guard try selectionOwner(selections[first]) == window else { return nil }
+        let check = xcb_get_selection_owner(connection.xcb, xcb_atom_t(selections[first])).sequence
+        ungrabServer()
+        grabbed = false
+        guard try ownerReply(check) == window else { return nil }
         held[selections[first]] = Held(name: names[first], since: time, payloads: prepared)
         return SelectionOwner.FirstFreeClaim(selection: names[first], since: XTimestamp(UInt32(truncatingIfNeeded: time)))
     }
