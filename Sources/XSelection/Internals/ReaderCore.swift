@@ -71,10 +71,12 @@ final class ReaderCore {
 
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
-        incrAtom = try connection.atom("INCR")
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
-        fixesEventBase = try connection.setUpFixes()
+        // The atoms every pass needs are interned while XFixes is asked about:
+        // two round trips fewer before a new reader's first pass.
+        fixesEventBase = try connection.setUpFixes(interning: ["INCR", Connection.timestampProperty])
+        incrAtom = try connection.atom("INCR")
     }
 
     /// Where one selection's read stands.
