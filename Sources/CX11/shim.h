@@ -16,4 +16,10 @@ static inline int openudid_dup3(int from, int to, int flags) {
     return dup3(from, to, flags);
 }
 
+/// getrandom(2), which Swift's Glibc module does not declare: a reader's pass
+/// draws every conversion's random time in one call (the standard library's
+/// generator makes one system call per number).
+#include <sys/random.h>
+static inline long openudid_getrandom(void *buffer, unsigned long length) { return getrandom(buffer, length, 0); }
+
 #endif

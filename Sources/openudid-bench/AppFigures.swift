@@ -40,13 +40,30 @@ extension Bench {
     func coldValue(expected identifier: Identifier) throws {
         log("a cold value() for a new app in the busy session")
         var configuration = OpenUDID.Configuration(display: display, namespace: Self.busyNamespace, mirror: .file, environment: environment)
+        let paths = try StoragePaths(environment: environment, namespace: Self.busyNamespace)
+        var floorSamples: [Double] = []
+        var firstReads: [Double] = []
+        let slots = names("_OPENUDID_\(Self.busyNamespace)_SLOT_", 100)
+        let coldValues = try coldSamples(
+            configuration, expected: identifier, warmup: plan.cold.warmup, reps: plan.cold.reps,
+            prefix: "com.bench.cold"
+        ) { pass in
+            floorSamples.append(try self.coldFloorPass(paths, pass: pass))
+            firstReads.append(try self.firstRead(slots))
+        }
+        results.add(
+            Figure(
+                "cold.floor.file", "the durable writes a new app cannot skip (file slot and local cache), plain POSIX",
+                samples: Array(floorSamples.dropFirst(plan.cold.warmup))))
+        results.add(
+            Figure(
+                "cold.read.first", "the same slots read by a new SelectionReader: connecting, then its first pass",
+                samples: Array(firstReads.dropFirst(plan.cold.warmup)), baseline: "read100.pipelined"))
+        // What a cold value() cannot skip: those writes, and reading the slots.
         results.add(
             Figure(
                 "cold.value.file", "cold value() of a new app: 100 occupied slots, 100 file slots, file mirror",
-                samples: try coldSamples(
-                    configuration, expected: identifier, warmup: plan.cold.warmup, reps: plan.cold.reps,
-                    prefix: "com.bench.cold"),
-                baseline: "read100.pipelined", target: .atMost(0.004)))
+                samples: coldValues, baseline: "cold.floor.file + read100.pipelined", target: .atMostTimesBaseline(1.25)))
 
         let keyring: PrivateKeyring
         do {
@@ -73,11 +90,27 @@ extension Bench {
         withExtendedLifetime(keyring) {}
     }
 
+    /// Times a new reader's connection and first pass over `slots`, as a new
+    /// app's first `value()` makes them; its closing is not timed.
+    private func firstRead(_ slots: [SelectionName]) throws -> Double {
+        let start = ContinuousClock.now
+        let reader = try SelectionReader(display: display)
+        let outcomes = try reader.read(slots, target: "_OPENUDID_RECORD", options: .init(deadline: .seconds(5)))
+        let elapsed = seconds(ContinuousClock.now - start)
+        reader.close()
+        guard outcomes.values.filter({ $0.value != nil }).count == slots.count else {
+            throw BenchError("a new reader did not read every busy slot: \(outcomes.values.filter { $0.value == nil }.prefix(3))")
+        }
+        return elapsed
+    }
+
     /// Times `value()` on a fresh handle of a never-seen app; after each pass the
     /// app's files are removed again, so every pass meets the same session.
+    ///
+    /// - Parameter after: Run after each pass (warm-up passes too), untimed, with the pass's number.
     private func coldSamples(
         _ configuration: OpenUDID.Configuration, expected identifier: Identifier, warmup: Int, reps: Int,
-        prefix: String
+        prefix: String, after: ((Int) throws -> Void)? = nil
     ) throws -> [Double] {
         var pass = 0
         var checkedSources = false
@@ -103,6 +136,7 @@ extension Bench {
                     checkedSources = true
                 }
                 try OpenUDID.User(namespace: Self.busyNamespace, environment: configuration.environment).removeApp(udid.app.id)
+                try after?(pass)
             })
     }
 

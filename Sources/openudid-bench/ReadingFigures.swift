@@ -48,12 +48,19 @@ extension Bench {
             Figure(
                 "floor.unowned100", "100 pipelined conversions of unowned selections (SelectionReader)",
                 samples: try timedRead(reader, unowned, depth: nil, warmup: plan.warmup, reps: plan.reps / 2, expectValues: false),
-                baseline: "floor.roundtrip"))
+                baseline: "floor.unowned100.xlib", target: .atMostTimesBaseline(1.5)))
         results.add(
             Figure(
                 "floor.unowned100.xlib", "100 pipelined conversions of unowned selections, plain Xlib",
                 samples: try helperTiming("unowned", prefix: "_BENCH_NOBODY_", count: 100, warmup: plan.warmup, reps: plan.reps / 2),
-                baseline: "floor.unowned100"))
+                baseline: "floor.roundtrip"))
+        results.add(
+            Figure(
+                "floor.unowned100.xlib.defended",
+                "the same plain Xlib pass making the requests the reader's defences need (timestamp, owner queries, deletes, own times)",
+                samples: try helperTiming(
+                    "unowned-defended", prefix: "_BENCH_NOBODY_", count: 100, warmup: plan.warmup, reps: plan.reps / 2),
+                baseline: "floor.unowned100.xlib"))
     }
 
     // MARK: 2. Reading 100 occupied slots
@@ -79,14 +86,23 @@ extension Bench {
 
         try pipelinedAndSequential(
             reader, slots, suffix: "", pipelined: "100 occupied slots, one owner process, pipelined (SelectionReader)",
-            sequential: "the same, one conversion awaited at a time (pipelineDepth 1)")
+            sequential: "the same, one conversion awaited at a time (pipelineDepth 1)",
+            baseline: ("read100.pipelined.xlib", .atMostTimesBaseline(1.2)))
         results.add(
             Figure(
                 "read100.pipelined.xlib", "the same slots, pipelined plain Xlib/xcb reader",
                 samples: try helperTiming(
                     "pipelined", prefix: prefix, count: 100, warmup: plan.pipelined.warmup,
                     reps: plan.pipelined.reps),
-                baseline: "read100.pipelined"))
+                baseline: "floor.unowned100.xlib"))
+        results.add(
+            Figure(
+                "read100.pipelined.xlib.defended",
+                "the same plain reader making the requests the reader's defences need, and taking the property events they bring",
+                samples: try helperTiming(
+                    "pipelined-defended", prefix: prefix, count: 100, warmup: plan.pipelined.warmup,
+                    reps: plan.pipelined.reps),
+                baseline: "read100.pipelined.xlib"))
         results.add(
             Figure(
                 "read100.sequential.xlib", "the same slots, sequential plain Xlib reader (convert, wait, get property)",
@@ -106,20 +122,24 @@ extension Bench {
         let manySlots = names(manyPrefix, plan.ownerProcesses)
         try pipelinedAndSequential(
             reader, manySlots, suffix: ".100procs", pipelined: "100 occupied slots, one owner process each, pipelined",
-            sequential: "the same, one conversion awaited at a time")
+            sequential: "the same, one conversion awaited at a time",
+            baseline: ("floor.unowned100", .atMostTimesBaseline(5)))
     }
 
     /// Times `slots` read in one pipelined pass, and one conversion at a time,
     /// as the figures `read100.pipelined<suffix>` and `read100.sequential<suffix>`.
+    ///
+    /// - Parameter baseline: The pipelined figure's baseline and its target.
     private func pipelinedAndSequential(
-        _ reader: SelectionReader, _ slots: [SelectionName], suffix: String, pipelined: String, sequential: String
+        _ reader: SelectionReader, _ slots: [SelectionName], suffix: String, pipelined: String, sequential: String,
+        baseline: (id: String, target: Target)
     ) throws {
         results.add(
             Figure(
                 "read100.pipelined\(suffix)", pipelined,
                 samples: try timedRead(
                     reader, slots, depth: nil, warmup: plan.pipelined.warmup, reps: plan.pipelined.reps, expectValues: true),
-                baseline: "floor.unowned100", target: .atMostTimesBaseline(5)))
+                baseline: baseline.id, target: baseline.target))
         results.add(
             Figure(
                 "read100.sequential\(suffix)", sequential,

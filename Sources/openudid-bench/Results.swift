@@ -55,6 +55,8 @@ struct Figure {
     let name: String
     let unit: Unit
     var samples: [Double]
+    /// The figure this one is compared with, or several joined by ` + `, whose
+    /// medians are added up (a floor made of two parts).
     var baseline: String?
     var target: Target?
     /// Trials that did not produce a sample (a convergence that never came); any makes the target missed.
@@ -78,6 +80,11 @@ struct Figure {
     }
 
     var median: Double? { Self.percentile(samples, 0.5) }
+
+    /// The figures `baseline` names.
+    var baselineIDs: [String]? {
+        baseline.map { $0.split(separator: "+").map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
 
     /// The bad tail: the 95th percentile of times and sizes, the 5th of rates.
     var p95: Double? { Self.percentile(samples, unit == .rate ? 0.05 : 0.95) }
@@ -106,10 +113,15 @@ final class Results {
 
     func figure(_ id: String) -> Figure? { figures.first { $0.id == id } }
 
-    /// The figure's median over its baseline's median.
+    /// The figure's median over its baseline's median (the sum of their medians for several).
     func ratio(_ figure: Figure) -> Double? {
-        guard let id = figure.baseline, let base = self.figure(id)?.median, let median = figure.median, base != 0 else { return nil }
-        return median / base
+        guard let ids = figure.baselineIDs, let median = figure.median else { return nil }
+        var base = 0.0
+        for id in ids {
+            guard let part = self.figure(id)?.median else { return nil }
+            base += part
+        }
+        return base == 0 ? nil : median / base
     }
 
     /// Whether the figure meets its target; nil when it has none or could not be measured.
@@ -172,7 +184,7 @@ final class Results {
             let met = self.met(figure).map { $0 ? "yes" : "**no**" } ?? ""
             let median: String = figure.median.map(figure.unit.format) ?? "-"
             let p95: String = figure.p95.map(figure.unit.format) ?? "-"
-            let baseline: String = figure.baseline.map { "`\($0)`" } ?? ""
+            let baseline: String = figure.baselineIDs.map { $0.map { "`\($0)`" }.joined(separator: " + ") } ?? ""
             let ratio: String = self.ratio(figure).map { String(format: "%.2f×", $0) } ?? ""
             let target: String = figure.target?.describe(figure.unit) ?? ""
             let cells: [String] = ["`\(figure.id)`", figure.name, median, p95, n, baseline, ratio, target, met]

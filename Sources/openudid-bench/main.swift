@@ -6,6 +6,9 @@ import OpenUDIDKit
 
 /// The sections of the run, in the order they run.
 let sectionNames = ["floor", "read", "scale", "busy", "serve", "idle", "flood", "converge"]
+/// Parts of a section that `--only` can name alone: `cold` is the start of
+/// `busy` (the busy session and the cold values) without the rest.
+let partNames = ["cold": "busy"]
 
 let bench = Command(
     "openudid-bench",
@@ -24,10 +27,11 @@ let bench = Command(
         .value("update-doc", "PATH", help: "replace the results block of PATH (docs/BENCHMARKS.md)", mayRepeat: true),
         .value("invoked-as", "TEXT", help: "the command to name in --update-doc (default: this command line)", mayRepeat: true),
         .value(
-            "only", "LIST", help: "comma-separated sections: " + sectionNames.joined(separator: ","),
+            "only", "LIST",
+            help: "comma-separated sections: " + sectionNames.joined(separator: ",") + " (cold: the start of busy alone)",
             check: .custom { list in
                 let unknown = Set(list.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
-                    .subtracting(sectionNames)
+                    .subtracting(sectionNames).subtracting(partNames.keys)
                 return unknown.isEmpty
                     ? nil
                     : "unknown section(s) \(unknown.sorted().map(quoted).joined(separator: ", ")); use \(sectionNames.joined(separator: ","))"
@@ -120,7 +124,7 @@ do {
     let bench = try Bench(plan: Plan(quick: quick))
     var first = true
     func section(_ name: String, _ body: () throws -> Void) throws {
-        guard sections.contains(name) else { return }
+        guard sections.contains(name) || partNames.contains(where: { $0.value == name && sections.contains($0.key) }) else { return }
         if !first { try bench.freshServer() }
         first = false
         try body()
@@ -131,6 +135,10 @@ do {
     try section("busy") {
         let identifier = try bench.prepareBusyNamespace()
         try bench.coldValue(expected: identifier)
+        guard sections.contains("busy") else {
+            bench.stopOwners()
+            return
+        }
         try bench.frozenParticipant()
         try bench.footprint(expected: identifier)
         try bench.cHostFootprint()

@@ -152,27 +152,30 @@ extension Engine {
     func gatherFileSlots(into gathered: inout Gathered, now: Date) {
         let listing: FileSlotStore.Listing
         do {
-            listing = try fileSlots.list(including: app.id)
+            listing = try fileSlots.list(including: app.id, now: now)
         } catch {
             gathered.sources.append(.unavailable(.fileSlot, error.message))
             gathered.ownFileSlot = .unavailable(error)
             return
         }
         var count = 0
+        gathered.candidates.reserveCapacity(gathered.candidates.count + listing.entries.count)
         for entry in listing.entries {
             if entry.app == app.id { gathered.ownFileSlot = entry.content }
-            let place = (try? fileSlots.path(for: entry.app)) ?? entry.app
+            // Named only in a rejection: most resolutions have none.
+            var place: String { (try? fileSlots.path(for: entry.app)) ?? entry.app }
             switch entry.content {
             case .absent:
                 continue
             case .unavailable(let problem):
                 gathered.rejected.append(Rejection(place, problem.message, code: problem.code))
             case .found(let bytes):
-                do {
-                    let record = try SlotRecord.parse(bytes, now: now)
+                let parsed = entry.parsed ?? Result { () throws(RecordError) in try SlotRecord.parse(bytes, now: now) }
+                switch parsed {
+                case .success(let record):
                     gathered.candidates.append(Candidate(record, from: .fileSlot(app: entry.app)))
                     count += 1
-                } catch {
+                case .failure(let error):
                     gathered.rejected.append(Rejection(place, error.description, code: error.token))
                     if entry.app == app.id { gathered.ownFileSlot = .unavailable(StoreUnavailable(.corrupt, error.description)) }
                 }

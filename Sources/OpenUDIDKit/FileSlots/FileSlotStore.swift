@@ -70,6 +70,9 @@ package struct FileSlotStore: Sendable, Hashable {
         package let app: String
         /// What reading the file gave.
         package let content: StoreRead
+        /// What parsing the file's bytes gave, when it was found: the listing
+        /// parses each to count the valid ones, and its reader needs not again.
+        package let parsed: Result<SlotRecord, RecordError>?
     }
 
     /// What `list(limit:including:)` found, and what it passed over.
@@ -119,7 +122,8 @@ package struct FileSlotStore: Sendable, Hashable {
     /// - Returns: The slots found; an empty listing when the directory does not exist.
     /// - Throws: `StoreUnavailable` when the directory exists but cannot be listed,
     ///   or it or a directory above it (below `root`) is a symbolic link.
-    package func list(limit: Int = defaultLimit, including app: String? = nil) throws(StoreUnavailable) -> Listing {
+    ///   - now: The time records are parsed at (`SlotRecord.parse(_:now:)`).
+    package func list(limit: Int = defaultLimit, including app: String? = nil, now: Date = Date()) throws(StoreUnavailable) -> Listing {
         switch AtomicFile.checkDirectories(directory, for: directory, below: root, fileSystem: fileSystem) {
         case .failure(let problem): throw problem
         case .success(false): return .empty
@@ -174,22 +178,28 @@ package struct FileSlotStore: Sendable, Hashable {
             }
         }
 
-        apps.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        // Valid app ids are ASCII, whose String order is their byte order, and
+        // compares a buffer at a time (a UTF-8 view compares a byte per step).
+        apps.sort()
         invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         func read(_ app: String) -> Entry {
-            Entry(
-                app: app,
-                content: AtomicFile.read(
-                    in: stream.descriptor, name: app + ".json",
-                    path: directory + "/" + app + ".json",
-                    limit: SlotRecord.maximumSize, fileSystem: fileSystem))
+            let content = AtomicFile.read(
+                in: stream.descriptor, name: app + ".json",
+                path: directory + "/" + app + ".json",
+                limit: SlotRecord.maximumSize, fileSystem: fileSystem)
+            var parsed: Result<SlotRecord, RecordError>?
+            if case .found(let bytes) = content {
+                parsed = Result { () throws(RecordError) in try SlotRecord.parse(bytes, now: now) }
+            }
+            return Entry(app: app, content: content, parsed: parsed)
         }
         var entries: [Entry] = []
+        entries.reserveCapacity(min(apps.count, limit) + 1)
         var valid = 0
         var next = apps.startIndex
         while next < apps.endIndex, valid < limit {
             let entry = read(apps[next])
-            if case .found(let bytes) = entry.content, (try? SlotRecord.parse(bytes)) != nil { valid += 1 }
+            if case .success = entry.parsed { valid += 1 }
             entries.append(entry)
             next += 1
         }

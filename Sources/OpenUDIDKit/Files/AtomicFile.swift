@@ -136,23 +136,30 @@ enum AtomicFile {
         }
 
         // One byte more than the cap, to notice a file that grew after fstat.
-        var buffer = [UInt8](repeating: 0, count: limit + 1)
-        var filled = 0
-        while filled < buffer.count {
-            let wanted = buffer.count - filled
-            let count = buffer.withUnsafeMutableBytes { raw in
-                fs.read(descriptor, raw.baseAddress.map { $0 + filled }, wanted)
+        // Read straight into the result's storage: no buffer of the cap's size
+        // to clear and copy out of, a hundred times per resolution.
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: limit + 1) { buffer, initialized in
+            var filled = 0
+            while filled < buffer.count {
+                let wanted = buffer.count - filled
+                let count = fs.read(descriptor, buffer.baseAddress.map { UnsafeMutableRawPointer($0 + filled) }, wanted)
+                if count < 0 {
+                    failure = errno
+                    break
+                }
+                filled += count
+                // A regular file gives less than asked only at its end: no second read
+                // to hear the same (a read per file slot, a hundred per resolution).
+                if count < wanted { break }
             }
-            if count < 0 {
-                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
-            }
-            filled += count
-            // A regular file gives less than asked only at its end: no second read
-            // to hear the same (a read per file slot, a hundred per resolution).
-            if count < wanted { break }
+            initialized = filled
         }
-        guard filled <= limit else { return .unavailable(oversized(path, size: filled, limit: limit)) }
-        return .found(Data(buffer[..<filled]))
+        if failure != 0 {
+            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(failure))", errno: failure))
+        }
+        guard bytes.count <= limit else { return .unavailable(oversized(path, size: bytes.count, limit: limit)) }
+        return .found(Data(bytes))
     }
 
     private static func oversized(_ path: String, size: Int, limit: Int) -> StoreUnavailable {

@@ -108,6 +108,11 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         let length = name.utf8.count
         if length == 0 { return .empty }
         if length > maximumLength { return .tooLong(length) }
+        // A resolution checks some 300 names (every file slot's name, every
+        // record's app and vendor): a valid one is confirmed in one pass over
+        // its bytes, without copying them; only a broken one is taken apart
+        // below to say which rule it breaks.
+        if isValidASCII(name.utf8) { return nil }
         let bytes = Array(name.utf8)
         let elements = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         for (index, element) in elements.enumerated() {
@@ -123,6 +128,28 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         }
         if elements.count < 2 { return .tooFewElements }
         return nil
+    }
+
+    /// Whether `bytes` obey every rule (the length aside): elements of
+    /// `[A-Za-z0-9_-]`, none empty or starting with a digit, at least two.
+    private static func isValidASCII(_ bytes: String.UTF8View) -> Bool {
+        var elements = 1
+        var atElementStart = true
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "."):
+                if atElementStart { return false }
+                elements += 1
+                atElementStart = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if atElementStart { return false }
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                atElementStart = false
+            default:
+                return false
+            }
+        }
+        return !atElementStart && elements >= 2
     }
 
     private static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {

@@ -130,37 +130,54 @@ package final class Connection {
 
     /// Interns every name in one round trip (names already known cost nothing).
     package func atoms(_ names: [String]) throws(XSelectionError) -> [UInt] {
+        let interning = try sendInterns(names)
+        try collectInterns(interning, deadline: ContinuousClock.now + .seconds(2))
+        return names.map { atomsByName[$0] ?? 0 }
+    }
+
+    /// Intern requests sent and not yet answered.
+    struct Interning {
+        var names: [String] = []
+        var cookies: [UInt32] = []
+    }
+
+    /// Sends the intern requests for the names not yet known, without flushing.
+    func sendInterns(_ names: [String]) throws(XSelectionError) -> Interning {
         let missing = Array(Set(names.filter { atomsByName[$0] == nil })).sorted()
-        if !missing.isEmpty {
-            try checkAlive()
-            let cookies = missing.map { atomName in
-                atomName.utf8CString.withUnsafeBufferPointer { text in
-                    xcb_intern_atom(xcb, 0, UInt16(text.count - 1), text.baseAddress).sequence
-                }
-            }
-            var result: [UInt] = []
-            result.reserveCapacity(cookies.count)
-            let deadline = ContinuousClock.now + .seconds(2)
-            for (index, cookie) in cookies.enumerated() {
-                let reply: UnsafeMutableRawPointer?
-                do throws(XSelectionError) {
-                    reply = try self.reply(to: cookie, deadline: deadline, what: "interning atoms")
-                } catch {
-                    for later in cookies[(index + 1)...] { xcb_discard_reply(xcb, later) }
-                    throw error
-                }
-                result.append(UInt(reply?.assumingMemoryBound(to: xcb_intern_atom_reply_t.self).pointee.atom ?? 0))
-                free(reply)
-            }
-            guard !result.contains(0) else {
-                throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms")
-            }
-            for (atomName, atom) in zip(missing, result) {
-                atomsByName[atomName] = atom
-                namesByAtom[atom] = atomName
+        guard !missing.isEmpty else { return Interning() }
+        try checkAlive()
+        let cookies = missing.map { atomName in
+            atomName.utf8CString.withUnsafeBufferPointer { text in
+                xcb_intern_atom(xcb, 0, UInt16(text.count - 1), text.baseAddress).sequence
             }
         }
-        return names.map { atomsByName[$0] ?? 0 }
+        return Interning(names: missing, cookies: cookies)
+    }
+
+    /// Takes the replies to `interning`'s requests, in order, and keeps the atoms.
+    func collectInterns(_ interning: Interning, deadline: ContinuousClock.Instant) throws(XSelectionError) {
+        guard !interning.cookies.isEmpty else { return }
+        let cookies = interning.cookies
+        var result: [UInt] = []
+        result.reserveCapacity(cookies.count)
+        for (index, cookie) in cookies.enumerated() {
+            let reply: UnsafeMutableRawPointer?
+            do throws(XSelectionError) {
+                reply = try self.reply(to: cookie, deadline: deadline, what: "interning atoms")
+            } catch {
+                for later in cookies[(index + 1)...] { xcb_discard_reply(xcb, later) }
+                throw error
+            }
+            result.append(UInt(reply?.assumingMemoryBound(to: xcb_intern_atom_reply_t.self).pointee.atom ?? 0))
+            free(reply)
+        }
+        guard !result.contains(0) else {
+            throw XSelectionError(.protocolError, display: name, "X display \"\(name)\" refused to intern atoms")
+        }
+        for (atomName, atom) in zip(interning.names, result) {
+            atomsByName[atomName] = atom
+            namesByAtom[atom] = atomName
+        }
     }
 
     /// Interns one name.
@@ -242,7 +259,7 @@ package final class Connection {
         window: UInt, deadline: Duration = .seconds(2), event: ((UnsafeMutablePointer<xcb_generic_event_t>) -> Void)? = nil
     ) throws(XSelectionError) -> UInt {
         try checkAlive()
-        let property = try atom("_XSELECTION_TIMESTAMP")
+        let property = try atom(Self.timestampProperty)
         let request = xcb_change_property(
             xcb, UInt8(XCB_PROP_MODE_APPEND.rawValue), xcb_window_t(truncatingIfNeeded: window), xcb_atom_t(property),
             xcb_atom_t(XCB_ATOM_INTEGER.rawValue), 8, 0, nil
@@ -268,6 +285,9 @@ package final class Connection {
         }
     }
 
+    /// The property `serverTime` appends nothing to.
+    static let timestampProperty = "_XSELECTION_TIMESTAMP"
+
     /// Whether sequence number `serial` is `reference` or later (32 bits, with wrap-around).
     static func isAtOrAfter(_ serial: UInt32, _ reference: UInt32) -> Bool {
         Int32(bitPattern: serial &- reference) >= 0
@@ -285,12 +305,21 @@ package final class Connection {
     /// requests is made, and waits for the answer without a deadline; the
     /// question is sent here ahead, with a fence behind it, so the answer is
     /// in hand before libxcb looks. Events that arrive meanwhile are held.
-    func setUpFixes(deadline: Duration = .seconds(2)) throws(XSelectionError) -> Int32? {
+    ///
+    /// - Parameter names: Atoms to intern in the same round trip.
+    func setUpFixes(deadline: Duration = .seconds(2), interning names: [String] = []) throws(XSelectionError) -> Int32? {
         try checkAlive()
         let end = ContinuousClock.now + deadline
+        let interning = try sendInterns(names)
         let fixes = openudid_xcb_xfixes_extension()
         xcb_prefetch_extension_data(xcb, fixes)
         let fence = xcb_get_input_focus(xcb).sequence
+        do throws(XSelectionError) {
+            try collectInterns(interning, deadline: end)
+        } catch {
+            xcb_discard_reply(xcb, fence)
+            throw error
+        }
         free(try reply(to: fence, deadline: end, what: "the XFixes query"))
         guard let data = xcb_get_extension_data(xcb, fixes), data.pointee.present != 0 else { return nil }
         let version = xcb_xfixes_query_version(xcb, 5, 0).sequence

@@ -41,12 +41,42 @@ final class ReaderCore {
         var type: UInt
     }
 
+    /// What a pass needs from its list of names: the distinct names in the
+    /// order they are asked, their atoms, the target's, and each atom's place.
+    /// Atoms never change on a connection, so the last list's is kept: a caller
+    /// that reads the same slots again pays no sorting or hashing of names.
+    private struct Layout {
+        var selections: [SelectionName]
+        var target: String
+        var unique: [SelectionName]
+        var atoms: [UInt]
+        var targetAtom: UInt
+        var indexByAtom: [UInt: Int]
+    }
+    private var layout: Layout?
+
+    private func layout(of selections: [SelectionName], target: String) throws(XSelectionError) -> Layout {
+        if let layout, layout.target == target, layout.selections == selections { return layout }
+        let unique = Array(Set(selections)).sorted()
+        let atoms = try connection.atoms(unique.map(\.rawValue) + [target])
+        var indexByAtom: [UInt: Int] = [:]
+        indexByAtom.reserveCapacity(unique.count)
+        for index in unique.indices { indexByAtom[atoms[index]] = index }
+        let layout = Layout(
+            selections: selections, target: target, unique: unique, atoms: Array(atoms[..<unique.count]),
+            targetAtom: atoms[unique.count], indexByAtom: indexByAtom)
+        self.layout = layout
+        return layout
+    }
+
     init(display: String?) throws(XSelectionError) {
         connection = try Connection(name: display)
-        incrAtom = try connection.atom("INCR")
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
-        fixesEventBase = try connection.setUpFixes()
+        // The atoms every pass needs are interned while XFixes is asked about:
+        // two round trips fewer before a new reader's first pass.
+        fixesEventBase = try connection.setUpFixes(interning: ["INCR", Connection.timestampProperty])
+        incrAtom = try connection.atom("INCR")
     }
 
     /// Where one selection's read stands.
@@ -145,10 +175,11 @@ final class ReaderCore {
         try connection.checkAlive()
         let started = ContinuousClock.now
         let deadline = started + options.deadline
-        let unique = Array(Set(selections)).sorted()
-        guard !unique.isEmpty else { return [:] }
-        let atoms = try connection.atoms(unique.map(\.rawValue) + [target])
-        let targetAtom = atoms[unique.count]
+        guard !selections.isEmpty else { return [:] }
+        let layout = try layout(of: selections, target: target)
+        let unique = layout.unique
+        let targetAtom = layout.targetAtom
+        let indexByAtom = layout.indexByAtom
         // A real timestamp lets us tell this pass's answers from late answers to
         // an earlier pass (owners echo it), and owners may refuse CurrentTime.
         // A server that cannot give one within the pass's deadline (it is
@@ -167,10 +198,14 @@ final class ReaderCore {
         forgetChangedValues()
 
         let cap = max(options.maxBytes, 0)
-        var slots = zip(unique, atoms).enumerated().map { index, pair in
-            Slot(
-                index: index, name: pair.0, atom: pair.1, time: Self.conversionTime(after: time),
-                transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom))
+        let times = Self.conversionTimes(after: time, count: unique.count)
+        var slots: [Slot] = []
+        slots.reserveCapacity(unique.count)
+        for index in unique.indices {
+            slots.append(
+                Slot(
+                    index: index, name: unique[index], atom: layout.atoms[index], time: times[index],
+                    transfer: PropertyTransfer(cap: cap, incrAtom: incrAtom)))
         }
         if options.reusesUnchangedValues && fixesEventBase != nil {
             for index in slots.indices {
@@ -184,8 +219,6 @@ final class ReaderCore {
         let asking = slots.indices.filter { !slots[$0].isDone }
         readOrder.removeAll(keepingCapacity: true)
         readHead = 0
-        var indexByAtom: [UInt: Int] = [:]
-        for (index, slot) in slots.enumerated() { indexByAtom[slot.atom] = index }
 
         // Who answered is known only from the owner query before the
         // conversion: a selection that changes owner in between could be
@@ -354,6 +387,7 @@ final class ReaderCore {
     /// (the names are asked in one batch, and the connection keeps them).
     private func finishedOutcomes(_ slots: [Slot]) -> [SelectionName: ReadOutcome] {
         var outcomes: [SelectionName: ReadOutcome] = [:]
+        outcomes.reserveCapacity(slots.count)
         let typeNames = connection.names(
             of: slots.compactMap { slot in
                 if case .done(.value) = slot.stage { return slot.type } else { return nil }
@@ -410,16 +444,37 @@ final class ReaderCore {
     /// hours here; 2^30 would leave 12.4 days).
     static let conversionOffsets: ClosedRange<UInt32> = 1...(1 << 24)
 
-    /// A conversion time for one slot of a pass whose server time is `time`:
-    /// up to about 4.7 hours later, at random. An owner of the pass learns
-    /// the time of its own conversion from the request it gets, and the
-    /// reader's window and the property of every answer; with one time for
-    /// the whole pass it could answer for every other slot before their
-    /// owners do, and its answers would count in their names. Owners accept
-    /// any time from their claim on (ICCCM compares it with the claim's time
-    /// only), and the server passes it on without looking at it.
-    static func conversionTime(after time: UInt) -> UInt {
-        UInt(UInt32(truncatingIfNeeded: time) &+ UInt32.random(in: conversionOffsets))
+    /// A conversion time for each of `count` slots of a pass whose server time
+    /// is `time`: each up to about 4.7 hours later, at random. An owner of the
+    /// pass learns the time of its own conversion from the request it gets, and
+    /// the reader's window and the property of every answer; with one time for
+    /// the whole pass it could answer for every other slot before their owners
+    /// do, and its answers would count in their names. Owners accept any time
+    /// from their claim on (ICCCM compares it with the claim's time only), and
+    /// the server passes it on without looking at it.
+    ///
+    /// The offsets come from one `getrandom` call for the whole pass: the
+    /// standard library's generator makes a system call per number, a hundred
+    /// per pass, which was a tenth of the reader's time in a pass.
+    static func conversionTimes(after time: UInt, count: Int) -> [UInt] {
+        var random = [UInt32](repeating: 0, count: count)
+        let filled = random.withUnsafeMutableBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return true }
+            var done = 0
+            while done < buffer.count {
+                let got = openudid_getrandom(base + done, UInt(buffer.count - done))
+                if got < 0 && errno == EINTR { continue }
+                guard got > 0 else { return false }
+                done += got
+            }
+            return true
+        }
+        // A kernel without getrandom: the standard library's generator.
+        if !filled { random = random.map { _ in UInt32.random(in: .min ... .max) } }
+        let base = UInt32(truncatingIfNeeded: time)
+        // conversionOffsets spans 2^24 values, which divides 2^32: every offset is as likely.
+        let span = UInt32(conversionOffsets.count)
+        return random.map { UInt(base &+ conversionOffsets.lowerBound &+ $0 % span) }
     }
 
     /// The pass as `Options.settled` sees it.

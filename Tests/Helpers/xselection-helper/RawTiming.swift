@@ -40,6 +40,14 @@ private func internAll(_ display: OpaquePointer, _ names: [String]) -> [UInt] {
 ///   SelectionNotify, XGetWindowProperty: the way the original OpenUDID read its slots
 /// - pipelined: every conversion at once, each property read issued as its notify
 ///   arrives, all replies collected at the end
+/// - unowned-defended, pipelined-defended: the same two passes with every request
+///   the library's reader makes for its defences (docs/PROTOCOL.md §5), and
+///   nothing else: a server timestamp (a zero-length append to a property of a
+///   second window, awaited as its PropertyNotify), PropertyChangeMask on the
+///   requestor window for the length of the pass, an owner query per selection
+///   before any conversion, a DeleteProperty before each conversion, and a time
+///   of its own for each conversion (the timestamp plus a random offset). The
+///   owner replies are collected, the property events taken and dropped.
 /// A pass in which a selection gives no data prints `error ...` and exits 1, so
 /// a broken set-up is never timed.
 func runTiming(what: String, prefix: String, count: Int, target: String, warmup: Int, reps: Int) -> Never {
@@ -62,6 +70,49 @@ func runTiming(what: String, prefix: String, count: Int, target: String, warmup:
     func fail(_ message: String) -> Never {
         FileHandle.standardOutput.write(Data("error \(message)\n".utf8))
         exit(1)
+    }
+
+    let clockWindow = XCreateSimpleWindow(display, XDefaultRootWindow(display), 0, 0, 1, 1, 0, 0, 0)
+    XSelectInput(display, clockWindow, PropertyChangeMask)
+    let clockProperty = internAll(display, ["_XSELECTION_TIMESTAMP"])[0]
+    // The conversions' random offsets, all of a pass's in one read.
+    let randomSource = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+    XSync(display, 0)
+
+    /// A server timestamp: the time of the PropertyNotify an empty append makes.
+    func serverTime() -> UInt {
+        XChangeProperty(display, clockWindow, clockProperty, XA_INTEGER, 8, PropModeAppend, nil, 0)
+        XFlush(display)
+        var event = XEvent()
+        while true {
+            XNextEvent(display, &event)
+            if event.type == PropertyNotify && event.xproperty.window == clockWindow { return event.xproperty.time }
+        }
+    }
+
+    /// A defended pass's requests up to the flush; returns the owner queries' cookies.
+    func defendedRequests() -> [xcb_get_selection_owner_cookie_t] {
+        let time = UInt32(truncatingIfNeeded: serverTime())
+        XSelectInput(display, window, PropertyChangeMask)
+        let owners = selections.map { xcb_get_selection_owner(xcb, xcb_atom_t($0)) }
+        var offsets = [UInt32](repeating: 0, count: selections.count)
+        guard offsets.withUnsafeMutableBytes({ read(randomSource, $0.baseAddress, $0.count) }) == offsets.count * 4 else {
+            fail("cannot read /dev/urandom")
+        }
+        for (index, selection) in selections.enumerated() {
+            XDeleteProperty(display, window, selection)
+            let offset = offsets[index] % (1 << 24) + 1
+            XConvertSelection(display, selection, targetAtom, selection, window, UInt(time &+ offset))
+        }
+        XFlush(display)
+        return owners
+    }
+
+    func collectOwners(_ cookies: [xcb_get_selection_owner_cookie_t]) {
+        for cookie in cookies {
+            guard let reply = xcb_get_selection_owner_reply(xcb, cookie, nil) else { fail("an owner query failed") }
+            free(reply)
+        }
     }
 
     func pass() {
@@ -109,6 +160,33 @@ func runTiming(what: String, prefix: String, count: Int, target: String, warmup:
                 free(reply)
                 guard length > 0 else { fail("a selection wrote no data") }
             }
+        case "unowned-defended":
+            collectOwners(defendedRequests())
+            for _ in selections where awaitNotify().property != 0 {
+                fail("a selection that should have no owner answered")
+            }
+            XSelectInput(display, window, 0)
+        case "pipelined-defended":
+            collectOwners(defendedRequests())
+            var cookies: [xcb_get_property_cookie_t] = []
+            cookies.reserveCapacity(selections.count)
+            for _ in selections {
+                let notify = awaitNotify()
+                guard notify.property != 0 else { fail("a selection gave no answer") }
+                cookies.append(xcb_get_property(xcb, 1, xcb_window_t(window), xcb_atom_t(notify.property), 0, 0, 16384))
+            }
+            xcb_flush(xcb)
+            for cookie in cookies {
+                guard let reply = xcb_get_property_reply(xcb, cookie, nil) else { fail("a property read failed") }
+                let length = xcb_get_property_value_length(reply)
+                free(reply)
+                guard length > 0 else { fail("a selection wrote no data") }
+            }
+            XSelectInput(display, window, 0)
+            // The property events of this pass (the owners' writes, the reads'
+            // deletes) are taken and dropped, as the library takes them.
+            var event = XEvent()
+            while XPending(display) > 0 { XNextEvent(display, &event) }
         default:
             FileHandle.standardError.write(Data("xselection-helper: unknown timing \(what)\n".utf8))
             exit(2)

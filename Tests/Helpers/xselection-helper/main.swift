@@ -117,7 +117,9 @@ let helper = Command(
             options: [
                 .value(
                     "what", "WHAT", help: "what to time", default: "roundtrip",
-                    check: .oneOf(["roundtrip", "unowned", "sequential", "pipelined"])),
+                    check: .oneOf([
+                        "roundtrip", "unowned", "sequential", "pipelined", "unowned-defended", "pipelined-defended"
+                    ])),
                 prefix(default: "_XSELECTION_TIME_"), count(default: "100"), target,
                 whole("warmup", "W", help: "untimed passes", default: "10"),
                 whole("reps", "R", help: "timed passes", default: "50")
