@@ -105,6 +105,11 @@ final class ParticipationCore: @unchecked Sendable {
     /// The wait before reading again the slots a settled vote did not wait
     /// for, doubled each time they still do not answer; nil when none is due.
     private var lateReadDelay: Duration?
+    /// Whether the last pass got no answer from any slot, the app's own
+    /// included: the X server is too far behind to answer within the deadline.
+    private var serverBehind = false
+    /// The longest debounce while the server is behind.
+    private static let behindServerDebounce: Duration = .seconds(1)
     /// The longest wait between reads of slots that do not answer.
     private static let lateReadLongest: Duration = .seconds(30)
     /// How long `stop()` waits for a resolution under way to end; each of
@@ -283,12 +288,17 @@ final class ParticipationCore: @unchecked Sendable {
     private func schedule() {
         guard !stopped else { return }
         let now = ContinuousClock.now
-        let quietUntil = now + udid.configuration.debounce
+        // A server that answered nothing in the last pass is overloaded (a
+        // hundred apps starting at once): every pass adds to its queue, and
+        // one that comes back empty again is pure cost, so wait a second
+        // whatever comes meanwhile.
+        let quiet = serverBehind ? Self.behindServerDebounce : udid.configuration.debounce
+        let longest = serverBehind ? Self.behindServerDebounce : udid.configuration.debounceLongest
         if let due = debounceDue {
-            debounceDue = (quiet: quietUntil, latest: due.latest)
+            debounceDue = (quiet: max(due.quiet, now + quiet), latest: due.latest)
             return
         }
-        debounceDue = (quiet: quietUntil, latest: now + udid.configuration.debounceLongest)
+        debounceDue = (quiet: now + quiet, latest: now + longest)
         awaitDebounce()
     }
 
@@ -331,6 +341,7 @@ final class ParticipationCore: @unchecked Sendable {
             fresh = fresh.with(slot: slot)
         }
         report = fresh
+        serverBehind = slot != nil && fresh.rejected.count { $0.code == .noAnswer } >= slots.names.count
         udid.remember(fresh)
         if fresh.identifier != previous {
             let change = Participation.Change(identifier: fresh.identifier, report: fresh)
