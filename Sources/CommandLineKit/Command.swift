@@ -1,5 +1,5 @@
 /// The version of the OpenUDID package: every program prints it for `--version`.
-package let packageVersion = "0.3.0"
+package let packageVersion = "0.4.0"
 
 /// A program or one of its subcommands, described as data: what it takes and what help says about it.
 ///
