@@ -108,6 +108,25 @@ func runTiming(what: String, prefix: String, count: Int, target: String, warmup:
         return owners
     }
 
+    /// Waits for every selection's notification and reads each answer's
+    /// property (deleting it), the reads pipelined.
+    func readAnswers() {
+        var cookies: [xcb_get_property_cookie_t] = []
+        cookies.reserveCapacity(selections.count)
+        for _ in selections {
+            let notify = awaitNotify()
+            guard notify.property != 0 else { fail("a selection gave no answer") }
+            cookies.append(xcb_get_property(xcb, 1, xcb_window_t(window), xcb_atom_t(notify.property), 0, 0, 16384))
+        }
+        xcb_flush(xcb)
+        for cookie in cookies {
+            guard let reply = xcb_get_property_reply(xcb, cookie, nil) else { fail("a property read failed") }
+            let length = xcb_get_property_value_length(reply)
+            free(reply)
+            guard length > 0 else { fail("a selection wrote no data") }
+        }
+    }
+
     func collectOwners(_ cookies: [xcb_get_selection_owner_cookie_t]) {
         for cookie in cookies {
             guard let reply = xcb_get_selection_owner_reply(xcb, cookie, nil) else { fail("an owner query failed") }
@@ -146,20 +165,7 @@ func runTiming(what: String, prefix: String, count: Int, target: String, warmup:
                 XConvertSelection(display, selection, targetAtom, selection, window, UInt(CurrentTime))
             }
             XFlush(display)
-            var cookies: [xcb_get_property_cookie_t] = []
-            cookies.reserveCapacity(selections.count)
-            for _ in selections {
-                let notify = awaitNotify()
-                guard notify.property != 0 else { fail("a selection gave no answer") }
-                cookies.append(xcb_get_property(xcb, 1, xcb_window_t(window), xcb_atom_t(notify.property), 0, 0, 16384))
-            }
-            xcb_flush(xcb)
-            for cookie in cookies {
-                guard let reply = xcb_get_property_reply(xcb, cookie, nil) else { fail("a property read failed") }
-                let length = xcb_get_property_value_length(reply)
-                free(reply)
-                guard length > 0 else { fail("a selection wrote no data") }
-            }
+            readAnswers()
         case "unowned-defended":
             collectOwners(defendedRequests())
             for _ in selections where awaitNotify().property != 0 {
@@ -168,20 +174,7 @@ func runTiming(what: String, prefix: String, count: Int, target: String, warmup:
             XSelectInput(display, window, 0)
         case "pipelined-defended":
             collectOwners(defendedRequests())
-            var cookies: [xcb_get_property_cookie_t] = []
-            cookies.reserveCapacity(selections.count)
-            for _ in selections {
-                let notify = awaitNotify()
-                guard notify.property != 0 else { fail("a selection gave no answer") }
-                cookies.append(xcb_get_property(xcb, 1, xcb_window_t(window), xcb_atom_t(notify.property), 0, 0, 16384))
-            }
-            xcb_flush(xcb)
-            for cookie in cookies {
-                guard let reply = xcb_get_property_reply(xcb, cookie, nil) else { fail("a property read failed") }
-                let length = xcb_get_property_value_length(reply)
-                free(reply)
-                guard length > 0 else { fail("a selection wrote no data") }
-            }
+            readAnswers()
             XSelectInput(display, window, 0)
             // The property events of this pass (the owners' writes, the reads'
             // deletes) are taken and dropped, as the library takes them.
