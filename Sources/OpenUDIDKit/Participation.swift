@@ -88,6 +88,8 @@ final class ParticipationCore: @unchecked Sendable {
     private let continuation: AsyncStream<Participation.Change>.Continuation
     private let onChange: (@Sendable (Participation.Change) -> Void)?
     private let loop = EventLoop()
+    /// The latest report, for `latest()` once the loop has stopped.
+    private let lastReport = Mutex<Report?>(nil)
     /// Serves this app's slot and, on the same connection, watches every slot.
     private var owner: SelectionOwner?
     /// Counts the owners opened, so that a late event of one closed since is ignored.
@@ -170,8 +172,9 @@ final class ParticipationCore: @unchecked Sendable {
             appOptedOut: optedOut, userOptedOut: engine.userOptedOut, consent: engine.hasConsent, resetGeneration: reset)
     }
 
+    /// The latest resolution; after `stop()`, the last one made.
     func latest() -> Report {
-        (loop.sync { [self] in report } ?? nil) ?? udid.resolve()
+        (loop.sync { [self] in report } ?? nil) ?? lastReport.withLock { $0 } ?? udid.resolve()
     }
 
     func currentSlot() -> Int? { loop.sync { [self] in slot } ?? nil }
@@ -341,6 +344,7 @@ final class ParticipationCore: @unchecked Sendable {
             fresh = fresh.with(slot: slot)
         }
         report = fresh
+        lastReport.withLock { $0 = fresh }
         serverBehind = slot != nil && fresh.rejected.count { $0.code == .noAnswer } >= slots.names.count
         udid.remember(fresh)
         if fresh.identifier != previous {
