@@ -11,10 +11,12 @@ import Synchronization
 /// so a child started by another thread at the same moment cannot inherit this
 /// child's pipes and hold its output open after it exits.
 public final class ChildProcess: @unchecked Sendable {
-    // `termination` and `input` are guarded by `lock`; the output by its own
+    // `termination`, `settled` and `input` are guarded by `lock`; the output by its own
     // condition; everything else is immutable after init.
     private let lock = NSLock()
     private var termination: Termination?
+    /// Whether the output was waited for after the child exited.
+    private var settled = false
     private var input: Int32 = -1
     private let output: LineBuffer?
     /// Standard error: a pipe read by a thread of its own when output is read
@@ -208,10 +210,31 @@ public final class ChildProcess: @unchecked Sendable {
     public func takeLines() -> [String] { output?.withLock { $0.takeLines(partial: false) } ?? [] }
 
     /// Every line of standard output not yet taken, with an unfinished last line.
-    public func takeRemainingOutput() -> [String] { output?.withLock { $0.takeLines(partial: true) } ?? [] }
+    /// Once the child has exited, first waits (up to 2 s) for the end of its
+    /// output, so lines it printed just before exiting are not missed.
+    public func takeRemainingOutput() -> [String] {
+        settleAfterExit()
+        return output?.withLock { $0.takeLines(partial: true) } ?? []
+    }
 
-    /// Everything on standard output not yet taken, as the child wrote it.
-    public func takeRemainingText() -> String { output?.withLock { $0.takeText() } ?? "" }
+    /// Everything on standard output not yet taken, as the child wrote it;
+    /// once the child has exited, with everything up to the end of its output.
+    public func takeRemainingText() -> String {
+        settleAfterExit()
+        return output?.withLock { $0.takeText() } ?? ""
+    }
+
+    /// A child that exited has closed its ends of the pipes, but the threads
+    /// reading them may not have taken the last bytes yet; waits for them,
+    /// once. A descendant that still holds a pipe open costs the 2 s, once.
+    private func settleAfterExit() {
+        let first = lock.withLock {
+            guard termination != nil, !settled else { return false }
+            settled = true
+            return true
+        }
+        if first { waitForEndOfOutput(timeout: 2) }
+    }
 
     /// The latest line the child printed, read or not, and when it was read.
     public var latest: (line: String?, at: Date) { output?.withLock { ($0.lastLine, $0.lastLineAt) } ?? (nil, .distantPast) }
@@ -230,8 +253,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// The read end of standard output, for `poll` over several children read on demand; -1 when not read.
     public var outputDescriptor: Int32 { output?.descriptor ?? -1 }
 
-    /// What the child wrote to standard error so far (its first 64 KiB).
+    /// What the child wrote to standard error so far (its first 64 KiB); once
+    /// it has exited, everything it wrote there.
     public var standardError: String {
+        settleAfterExit()
         if let errors { return errors.withLock { String($0.text().prefix(65_536)) } }
         var bytes = [UInt8](repeating: 0, count: 65_536)
         let count = pread(errorFile, &bytes, bytes.count, 0)
@@ -522,7 +547,6 @@ public func runCommand(
         child.kill9()
         throw SandboxError("\(child.name) \(arguments.joined(separator: " ")) did not finish within \(Int(timeout)) s")
     }
-    child.waitForEndOfOutput(timeout: 2)
     return CommandOutput(
         status: status, standardOutput: child.takeRemainingText(), standardError: child.standardError)
 }
