@@ -41,7 +41,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
         let session = try TestSession(display: SharedDisplay.display)
         let participant = try session.serve("com.acme.notes", ["--mirror", "none"])
         participant.child.signal(SIGTERM)
-        #expect(participant.child.wait(timeout: 5) == 0)
+        #expect(participant.child.wait(timeout: 15) == 0)
         let slots = try session.run(["slots", "--json"])
         let object = try JSONSerialization.jsonObject(with: Data(slots.standardOutput.utf8)) as? [String: Any]
         let entries = object?["slots"] as? [[String: Any]] ?? []
