@@ -315,6 +315,7 @@ final class ReaderCore {
                 if now - started >= patience {
                     if settled(progress(slots, elapsed: now - started)) {
                         for index in slots.indices where !slots[index].isDone {
+                            discardOutstandingRead(slots[index])
                             // No owner at the owner query: nobody there to wait for.
                             let owner = slots[index].owner
                             slots[index].stage = .done(owner == nil ? .noOwner : .notAwaited(owner: owner))
@@ -350,6 +351,7 @@ final class ReaderCore {
 
         var outcomes = finishedOutcomes(slots)
         for slot in slots where !slot.isDone {
+            discardOutstandingRead(slot)
             outcomes[slot.name] = .timedOut(owner: slot.owner)
         }
         keepValues(slots, target: targetAtom)
@@ -574,6 +576,18 @@ final class ReaderCore {
     }
 
     // MARK: Replies
+
+    /// Tells libxcb that the reply to the slot's outstanding property read, if
+    /// it has one, will not be asked for: libxcb keeps every reply until it is
+    /// taken or discarded, so a pass that ends at its deadline or settles with
+    /// reads in flight would otherwise leave their replies for the life of the
+    /// connection, one more each time a slot's owner is slow.
+    private func discardOutstandingRead(_ slot: Slot) {
+        switch slot.stage {
+        case .readingValue(let cookie), .readingChunk(let cookie): xcb_discard_reply(connection.xcb, cookie)
+        default: break
+        }
+    }
 
     /// Takes the reply to the slot's outstanding property read if it has come; returns whether it had.
     private func collectReply(_ slot: inout Slot) -> Bool {
