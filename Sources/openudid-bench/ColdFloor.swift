@@ -9,7 +9,7 @@ extension Bench {
     /// plain POSIX calls and nothing else: its file slot and its local cache,
     /// each written to a temporary file in the same directory, flushed,
     /// renamed over its name and its directory flushed, the app's own data
-    /// directory made first. The two are written at the same time, as the
+    /// directory made first and the directory above it flushed. The two are written at the same time, as the
     /// library writes them. A pass of it follows each pass of `cold.value.file`,
     /// so that both meet the same disk: its flush times move from minute to
     /// minute by more than the figures differ.
@@ -46,9 +46,15 @@ extension Bench {
 enum DurableWrite {
     /// Writes `bytes` to a temporary file in `directory`, flushes it, renames it
     /// to `name` and flushes the directory; with `makingDirectory`, makes the
-    /// directory first. Returns what failed, or nil.
+    /// directory first and flushes the one above it. Returns what failed, or nil.
     static func replace(_ name: String, in directory: String, with bytes: [UInt8], makingDirectory: Bool) -> String? {
-        if makingDirectory, mkdir(directory, 0o700) != 0, errno != EEXIST { return "mkdir \(directory): \(errno)" }
+        if makingDirectory {
+            if mkdir(directory, 0o700) == 0 {
+                if let failure = flush(String(directory[..<(directory.lastIndex(of: "/") ?? directory.endIndex)])) { return failure }
+            } else if errno != EEXIST {
+                return "mkdir \(directory): \(errno)"
+            }
+        }
         let temporary = directory + "/.openudid-tmp-" + String(UInt64.random(in: .min ... .max), radix: 16)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return "open \(temporary): \(errno)" }
@@ -60,9 +66,14 @@ enum DurableWrite {
             return "write \(temporary): \(errno)"
         }
         guard rename(temporary, directory + "/" + name) == 0 else { return "rename \(temporary): \(errno)" }
-        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryDescriptor >= 0 else { return "open \(directory): \(errno)" }
-        defer { close(directoryDescriptor) }
-        return fsync(directoryDescriptor) == 0 ? nil : "fsync \(directory): \(errno)"
+        return flush(directory)
+    }
+
+    /// Flushes `directory`'s entries; returns what failed, or nil.
+    private static func flush(_ directory: String) -> String? {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return "open \(directory): \(errno)" }
+        defer { close(descriptor) }
+        return fsync(descriptor) == 0 ? nil : "fsync \(directory): \(errno)"
     }
 }

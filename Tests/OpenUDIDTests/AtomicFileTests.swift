@@ -285,6 +285,26 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
         #expect(AtomicFile.read(path, below: root) == .found(bytes("two")))
     }
 
+    /// A directory made for a write is an entry in the one above it: that one
+    /// is flushed too, or a crash could take the new directory and the flushed
+    /// file in it away. Directories that were there are not flushed again.
+    @Test func aWriteThatMakesDirectoriesFlushesTheDirectoriesAboveThem() throws {
+        let directory = try TemporaryDirectory()
+        let root = directory.appending("data")
+        let path = root + "/openudid/slots/com.acme.notes.json"
+        let first = FileSystem()
+        try AtomicFile.write(bytes("one"), to: path, below: root, fileSystem: first)
+        #expect(first.paths(of: .mkdir) == [root, root + "/openudid", root + "/openudid/slots"])
+        #expect(
+            first.paths(of: .fsync).filter { !$0.contains(AtomicFile.temporaryPrefix) }
+                == [directory.path, root, root + "/openudid", root + "/openudid/slots"],
+            "the parent of each directory made, then the file's own directory after the rename")
+
+        let again = FileSystem()
+        try AtomicFile.write(bytes("two"), to: path, below: root, fileSystem: again)
+        #expect(again.paths(of: .fsync).filter { !$0.contains(AtomicFile.temporaryPrefix) } == [root + "/openudid/slots"])
+    }
+
     /// A file shorter than the cap is read with one read: the short count is its end.
     @Test func readsASmallFileWithOneRead() throws {
         let directory = try TemporaryDirectory()

@@ -344,6 +344,10 @@ enum AtomicFile {
 
     /// Creates `directory` and its missing parents with mode 0700.
     ///
+    /// The directory above each one created is flushed (best effort), so that
+    /// the new entry survives a crash: a file flushed into a directory whose
+    /// own entry was never flushed can vanish with it.
+    ///
     /// Directories above `root` may be links; those below it (or `directory`
     /// itself when there is no root) must be real directories.
     ///
@@ -361,6 +365,9 @@ enum AtomicFile {
         }
         let own = Set(ownList)
         var created = false
+        // The directories that gained an entry, flushed once all are made.
+        var grown: [String] = []
+        defer { for parent in grown { syncDirectory(parent, fileSystem: fs) } }
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + component
@@ -378,6 +385,7 @@ enum AtomicFile {
             // EEXIST: another process created it between stat and mkdir, which is fine.
             if fs.mkdir(prefix, 0o700) == 0 {
                 created = prefix == directory
+                grown.append(split(prefix).directory)
             } else if errno != EEXIST {
                 throw writeFailure(path, errno)
             }

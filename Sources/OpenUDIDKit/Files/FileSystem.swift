@@ -56,6 +56,8 @@ package final class FileSystem: Sendable, Hashable {
     private struct State {
         var faults: [Fault] = []
         var counts: [Call: Int] = [:]
+        /// The path of each call, in order, when it has one.
+        var paths: [Call: [String]] = [:]
         /// The path each open descriptor was opened with, so calls on a descriptor match by path too.
         var opened: [Int32: String] = [:]
     }
@@ -101,10 +103,17 @@ package final class FileSystem: Sendable, Hashable {
         state?.withLock { $0.counts[call, default: 0] } ?? 0
     }
 
+    /// The paths of the calls of kind `call` this instance made, in order
+    /// (for a call on a descriptor, the path it was opened with; empty for `system`).
+    package func paths(of call: Call) -> [String] {
+        state?.withLock { $0.paths[call, default: []] } ?? []
+    }
+
     /// Counts a call of kind `call` on `path` and returns the `errno` it must fail with, if any.
     private func fault(_ call: Call, _ path: String?) -> Int32? {
         state?.withLock { state -> Int32? in
             state.counts[call, default: 0] += 1
+            if let path { state.paths[call, default: []].append(path) }
             let matches = { (fault: Fault) in
                 fault.call == call && (fault.path.map { wanted in path?.contains(wanted) ?? false } ?? true)
             }
