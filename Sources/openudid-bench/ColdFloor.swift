@@ -9,10 +9,10 @@ extension Bench {
     /// plain POSIX calls and nothing else: its file slot and its local cache,
     /// each written to a temporary file in the same directory, flushed,
     /// renamed over its name and its directory flushed, the app's own data
-    /// directory made first and the directory above it flushed. The two are written at the same time, as the
-    /// library writes them. A pass of it follows each pass of `cold.value.file`,
-    /// so that both meet the same disk: its flush times move from minute to
-    /// minute by more than the figures differ.
+    /// directory made first and the directory above it flushed. The two are
+    /// written at the same time, as the library writes them. A pass of it
+    /// follows each pass of `cold.value.file`, so that both meet the same disk:
+    /// its flush times move from minute to minute by more than the figures differ.
     ///
     /// This is one pass, for a new app `com.bench.floor<pass>`, timed; the
     /// files are removed again afterwards, untimed.
@@ -50,7 +50,9 @@ enum DurableWrite {
     static func replace(_ name: String, in directory: String, with bytes: [UInt8], makingDirectory: Bool) -> String? {
         if makingDirectory {
             if mkdir(directory, 0o700) == 0 {
-                if let failure = flush(String(directory[..<(directory.lastIndex(of: "/") ?? directory.endIndex)])) { return failure }
+                // The new directory is an entry in the one above it.
+                let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? "."
+                if let failure = flush(parent.isEmpty ? "/" : parent) { return failure }
             } else if errno != EEXIST {
                 return "mkdir \(directory): \(errno)"
             }
