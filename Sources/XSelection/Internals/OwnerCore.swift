@@ -636,9 +636,7 @@ final class OwnerCore {
     }
 
     private func isWithinOwnership(_ time: UInt, _ since: UInt) -> Bool {
-        if time == 0 { return true } // CurrentTime: accepted, as every toolkit does
-        // Server time wraps; compare as a signed difference.
-        return Int32(bitPattern: UInt32(truncatingIfNeeded: time) &- UInt32(truncatingIfNeeded: since)) >= 0
+        AnswerRules.ownerAnswers(time: UInt32(truncatingIfNeeded: time), claim: UInt32(truncatingIfNeeded: since))
     }
 
     private func convert(_ target: UInt, into property: UInt, of requestor: UInt, _ selection: Held) -> Bool {

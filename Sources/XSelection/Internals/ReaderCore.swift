@@ -436,16 +436,6 @@ final class ReaderCore {
         slot.writes += 1
     }
 
-    /// The offsets a conversion time is drawn from, in milliseconds: up to 2^24
-    /// (4.7 hours). A forger that answers one conversion of a pass learns only
-    /// its own time and must guess the others', one chance in 2^24 per guess.
-    /// Wider would cost honest owners: an owner compares a request's time with
-    /// its claim's as a signed 32-bit difference, so a time more than 2^31 ms
-    /// after a claim reads as before it, and every extra bit of offset takes
-    /// that much off how long a claim stays answerable (24.8 days less 4.7
-    /// hours here; 2^30 would leave 12.4 days).
-    static let conversionOffsets: ClosedRange<UInt32> = 1...(1 << 24)
-
     /// A conversion time for each of `count` slots of a pass whose server time
     /// is `time`: each up to about 4.7 hours later, at random. An owner of the
     /// pass learns the time of its own conversion from the request it gets, and
@@ -474,9 +464,10 @@ final class ReaderCore {
         // A kernel without getrandom: the standard library's generator.
         if !filled { random = random.map { _ in UInt32.random(in: .min ... .max) } }
         let base = UInt32(truncatingIfNeeded: time)
-        // conversionOffsets spans 2^24 values, which divides 2^32: every offset is as likely.
-        let span = UInt32(conversionOffsets.count)
-        return random.map { UInt(base &+ conversionOffsets.lowerBound &+ $0 % span) }
+        let offsets = AnswerRules.conversionOffsets
+        // The offsets span 2^24 values, which divides 2^32: every offset is as likely.
+        let span = UInt32(offsets.count)
+        return random.map { UInt(AnswerRules.conversionTime(serverTime: base, offset: offsets.lowerBound &+ $0 % span)) }
     }
 
     /// The pass as `Options.settled` sees it.
