@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// The user's reset generation, kept in the file `reset` beside the file slots
 /// (`<data>/openudid/reset`, or in the namespace's directory): its decimal

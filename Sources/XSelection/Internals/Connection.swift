@@ -48,21 +48,14 @@ package final class Connection {
         let resolved = name ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
         guard !resolved.isEmpty else { throw .noDisplay() }
         let limit = Self.setUpLimit
+        // The set-up reply was checked before libxcb saw it; what is needed of it comes from that check.
         let opened = try ConnectionSetUp.open(resolved, deadline: .now + limit, limit: limit)
-        let xcb = opened.xcb
-        let setup = xcb_get_setup(xcb)!
-        var screens = xcb_setup_roots_iterator(setup)
-        guard opened.screen < Int(screens.rem) else {
-            xcb_disconnect(xcb)
-            throw XSelectionError(.cannotOpen, display: resolved, "X display \"\(resolved)\" has no screen \(opened.screen)")
-        }
-        for _ in 0..<opened.screen { xcb_screen_next(&screens) }
-        self.xcb = xcb
+        self.xcb = opened.xcb
         self.name = resolved
-        self.fd = xcb_get_file_descriptor(xcb)
-        self.root = UInt(screens.data.pointee.root)
-        self.resourceMask = setup.pointee.resource_id_mask
-        self.maxRequestBytes = Int(setup.pointee.maximum_request_length) * 4
+        self.fd = xcb_get_file_descriptor(opened.xcb)
+        self.root = UInt(opened.root)
+        self.resourceMask = opened.setUp.resourceMask
+        self.maxRequestBytes = Int(opened.setUp.maximumRequestLength) * 4
         self.process = getpid()
     }
 

@@ -125,6 +125,14 @@ let helper = Command(
                 whole("reps", "R", help: "timed passes", default: "50")
             ]),
         Command(
+            "hostile-server",
+            abstract: "take a free display number and answer each connection's set-up as no X server would, until standard input ends",
+            options: [
+                .value(
+                    "reply", "R", help: "the set-up reply to send", default: "many-screens",
+                    check: .oneOf(HostileSetUp.allCases.map(\.rawValue)))
+            ]),
+        Command(
             "grab", abstract: "hold the server (GrabServer) until standard input ends, then exit",
             options: []),
         Command(
@@ -239,6 +247,8 @@ case "time":
         warmup: number("warmup"), reps: number("reps"))
 case "grab":
     runGrab()
+case "hostile-server":
+    runHostileServer(setUp: HostileSetUp(rawValue: value("reply"))!)
 case "flood-rate":
     runRateFlood(
         selection: value("selection"), target: value("target"), window: number("window"),
