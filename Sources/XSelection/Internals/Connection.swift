@@ -33,6 +33,8 @@ package final class Connection {
     private var atomsByName: [String: UInt] = [:]
     private var namesByAtom: [UInt: String] = [:]
     private var closed = false
+    /// The first event number of XFixes, once `setUpFixes` found the extension.
+    private(set) var fixesEventBase: Int32?
     /// Whether the server was already gone when the connection was closed.
     private var lostBeforeClose = false
 
@@ -262,14 +264,12 @@ package final class Connection {
         while true {
             try checkAlive()
             while let raw = xcb_poll_for_event(xcb) {
-                if Int32(raw.pointee.response_type & 0x7f) == XCB_PROPERTY_NOTIFY {
-                    let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
-                    if UInt(notify.window) == window && UInt(notify.atom) == property && raw.pointee.response_type & 0x80 == 0
-                        && Self.isAtOrAfter(raw.pointee.full_sequence, request)
-                    {
-                        free(raw)
-                        return UInt(notify.time)
-                    }
+                // Only the server's notice of this request counts: the gate drops one a client sent.
+                if case .propertyNotify(window, property, let time, _, let serial)? = self.event(raw),
+                    Self.isAtOrAfter(serial, request)
+                {
+                    free(raw)
+                    return time
                 }
                 if let event { event(raw) } else { hold(raw) }
             }
@@ -317,7 +317,8 @@ package final class Connection {
         guard let data = xcb_get_extension_data(xcb, fixes), data.pointee.present != 0 else { return nil }
         let version = xcb_xfixes_query_version(xcb, 5, 0).sequence
         free(try reply(to: version, deadline: end, what: "the XFixes version"))
-        return Int32(data.pointee.first_event)
+        fixesEventBase = Int32(data.pointee.first_event)
+        return fixesEventBase
     }
 
     /// Has XFixes report the owner changes of `selection` to `window` (mask 0: stop).
