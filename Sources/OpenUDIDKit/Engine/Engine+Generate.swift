@@ -29,6 +29,13 @@ extension Engine {
         // otherwise be the only live ballot left, and every app that starts
         // later would take its identifier. The app keeps its own value or
         // generates a provisional one, and reads the slots again as usual.
+        if case .read(let key) = gathered.reset.key, resolution.generation > 0, key.generation != resolution.generation {
+            gathered.rejected.append(
+                Rejection(
+                    paths.resetKey,
+                    "\(quoted(paths.resetKey)) holds the key of generation \(key.generation), not of the current generation "
+                        + "\(resolution.generation); the key is unknown, so no selection of its generation casts a ballot"))
+        }
         if resolution.undecided {
             let selections = gathered.candidates.count { if case .selection = $0.source { true } else { false } }
             gathered.rejected.append(
