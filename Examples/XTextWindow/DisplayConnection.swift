@@ -12,7 +12,7 @@ final class DisplayConnection {
     let display: OpaquePointer
     let name: String
     let root: UInt
-    private let fd: Int32
+    let fd: Int32
     private let registration: UInt64
     private var closed = false
 

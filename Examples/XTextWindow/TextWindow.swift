@@ -130,7 +130,10 @@ public final class TextWindow: Sendable {
     /// Key presses, clicks and the end of the window, in the order they happened.
     public let events: AsyncStream<Event>
 
-    private let thread: ServiceThread<TextWindowCore>
+    /// The window's thread, which holds its connection.
+    private let loop: EventLoop
+    /// The core, made and used on `loop` only.
+    private let core: LoopBound<TextWindowCore>
 
     /// Opens `display` (or `$DISPLAY`), creates the window and maps it.
     ///
@@ -156,31 +159,51 @@ public final class TextWindow: Sendable {
             title: title, className: className, origin: origin, width: max(1, width), height: max(1, height),
             foreground: foreground, background: background, lines: lines)
         self.events = stream
-        let (thread, info) = try ServiceThread.start(
-            name: "XSelection.TextWindow", display: display,
-            make: { () throws(XSelectionError) in
+        let loop = EventLoop(name: "openudid-window")
+        let bound = LoopBound<TextWindowCore>()
+        let opened = loop.sync(waitingAtMost: .seconds(30)) { () -> Result<Opened, XSelectionError> in
+            do throws(XSelectionError) {
                 let core = try TextWindowCore(display: display, setup: setup, events: continuation)
-                return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
-            }, failed: { continuation.finish() }, run: { core, thread in core.run(thread) })
-        self.thread = thread
+                bound.value = core
+                loop.watch(core.connection.fd) {}
+                loop.beforeSleep { [weak loop] in
+                    if bound.value?.turn() == false {
+                        bound.value = nil
+                        loop?.stop()
+                    }
+                    return nil
+                }
+                return .success(Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
+            } catch {
+                continuation.finish()
+                return .failure(error)
+            }
+        }
+        guard case .success(let info)? = opened else {
+            loop.stop()
+            if case .failure(let error)? = opened { throw error }
+            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
+        }
+        self.loop = loop
+        self.core = bound
         self.display = info.name
         self.window = XWindow(info.window)
     }
 
-    deinit { thread.post { core in core.stopRequested = true } }
+    deinit { loop.stop { [core] in Self.finish(core) } }
 
     /// Replaces the text and redraws, unless it is what the window already shows.
     public func setLines(_ lines: [Line]) {
-        thread.post { core in core.setLines(lines) }
+        loop.post { [core] in core.value?.setLines(lines) }
     }
 
     /// Changes the window title.
     public func setTitle(_ title: String) {
-        thread.post { core in core.setTitle(title) }
+        loop.post { [core] in core.value?.setTitle(title) }
     }
 
     /// Whether the window still exists (it was neither closed nor lost).
-    public var isOpen: Bool { !thread.isStopped }
+    public var isOpen: Bool { !loop.isStopped }
 
     /// Destroys the window and closes its connection; `events` then ends.
     ///
@@ -188,7 +211,12 @@ public final class TextWindow: Sendable {
     /// seconds), so a program may exit right after it: exiting while that
     /// thread still closes the connection can crash the process.
     public func close() {
-        thread.stop { core in core.stopRequested = true }
+        loop.stop(waitingAtMost: .seconds(2)) { [core] in Self.finish(core) }
+    }
+
+    private static func finish(_ core: LoopBound<TextWindowCore>) {
+        core.value?.finish()
+        core.value = nil
     }
 }
 

@@ -112,24 +112,36 @@ final class TextWindowCore {
 
     // MARK: The loop
 
-    func run(_ thread: ServiceThread<TextWindowCore>) {
-        while !stopRequested {
-            guard connection.isAlive else {
-                events.yield(.connectionLost(.connectionLost(connection.name)))
-                windowGone = true
-                break
-            }
-            while connection.pending() > 0 {
-                handle(connection.nextEvent())
-            }
+    /// One turn of the window's loop, run before it sleeps: every event
+    /// libX11 holds, then a redraw if one is due. When the window is closed or
+    /// the server gone, it tears the window down and finishes `events`.
+    ///
+    /// - Returns: Whether the window goes on.
+    func turn() -> Bool {
+        if connection.isAlive && !stopRequested {
+            while connection.pending() > 0 { handle(connection.nextEvent()) }
             if needsRedraw && !windowGone { redraw() }
-            if stopRequested || !connection.isAlive { continue }
-            let ready = connection.waitReadable(until: nil, extraFD: thread.wakePipe.readFD)
-            if ready.extra { thread.runJobs(self) }
+        }
+        guard !stopRequested, connection.isAlive else {
+            finish()
+            return false
+        }
+        return true
+    }
+
+    /// Tears the window down and finishes `events`, saying first that the server went away if it did.
+    func finish() {
+        guard !finished else { return }
+        finished = true
+        if !connection.isAlive {
+            events.yield(.connectionLost(.connectionLost(connection.name)))
+            windowGone = true
         }
         tearDown()
         events.finish()
     }
+
+    private var finished = false
 
     private func handle(_ event: XEvent) {
         switch event.type {

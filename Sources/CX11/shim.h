@@ -23,4 +23,12 @@ static inline int openudid_dup3(int from, int to, int flags) {
 #include <sys/random.h>
 static inline long openudid_getrandom(void *buffer, unsigned long length) { return getrandom(buffer, length, 0); }
 
+/// Names the calling thread (pthread_setname_np, which glibc declares only
+/// under _GNU_SOURCE); 15 bytes are kept.
+#include <pthread.h>
+static inline int openudid_name_thread(const char *name) {
+    extern int pthread_setname_np(pthread_t, const char *);
+    return pthread_setname_np(pthread_self(), name);
+}
+
 #endif

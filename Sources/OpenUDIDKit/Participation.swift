@@ -104,7 +104,7 @@ final class ParticipationCore: @unchecked Sendable {
     private let udid: OpenUDID
     private let continuation: AsyncStream<Participation.Change>.Continuation
     private let onChange: (@Sendable (Participation.Change) -> Void)?
-    private let loop = EventLoop()
+    private let loop = EventLoop(name: "openudid")
     /// The latest report, for `latest()` once the loop has stopped.
     private let lastReport = Mutex<Report?>(nil)
     /// Serves this app's slot and, on the same connection, watches every slot.
@@ -127,6 +127,8 @@ final class ParticipationCore: @unchecked Sendable {
     private let closing = Atomic<Bool>(false)
     private var stopped: Bool { closing.load(ordering: .acquiring) }
     private var reconnecting = false
+    /// Why the owner could not connect the last time it tried, for the report.
+    private var lastConnectionProblem: String?
     /// Tells of the user's choices made on disk by any process (opt-out, consent, reset).
     private var choices: ChoiceWatcher?
     /// The wait before reading again the slots a settled vote did not wait
@@ -237,7 +239,7 @@ final class ParticipationCore: @unchecked Sendable {
         continuation.finish()
         let namespace = udid.configuration.namespace ?? ""
         Self.running.withLock { $0[namespace, default: 1] -= 1 }
-        loop.stop(timeout: .zero) { [self] in
+        loop.stop { [self] in
             choices = nil
             // One the loop opened while this stop closed the one before.
             owner?.close()
@@ -296,10 +298,20 @@ final class ParticipationCore: @unchecked Sendable {
                 throw error
             }
             self.owner = owner
+            lastConnectionProblem = nil
         } catch {
             owner = nil
+            lastConnectionProblem = error.message
             scheduleReconnect()
         }
+    }
+
+    /// Where a resolution reads the slots: on the owner's connection, the one
+    /// the app serves on (one X client per participant), or nowhere while it
+    /// has none. On `loop` only.
+    private var selectionAccess: Engine.SelectionAccess {
+        if let owner { return .through(owner) }
+        return .none(lastConnectionProblem ?? "the connection to the X display is lost; the app connects again every second")
     }
 
     /// On `loop` only.
@@ -374,7 +386,7 @@ final class ParticipationCore: @unchecked Sendable {
     private func resolveAndPublish() {
         guard !stopped else { return }
         let previous = report?.identifier
-        var fresh = udid.exclusively { engine.resolve(slot: slot, after: report) }
+        var fresh = udid.exclusively { engine.resolve(slot: slot, after: report, selections: selectionAccess) }
         // Without shared files there is no file lock to serialise generating:
         // apps started at once from nothing would each publish an identifier
         // of their own and, with every tie going to the value an app holds,
@@ -383,7 +395,7 @@ final class ParticipationCore: @unchecked Sendable {
         let sharesFiles = udid.configuration.usesFiles && engine.paths.filesShared
         if fresh.origin == .generated, !sharesFiles, let lock = takeGenerationLock() {
             generationLock = lock
-            fresh = udid.exclusively { engine.resolve(slot: slot, after: report) }
+            fresh = udid.exclusively { engine.resolve(slot: slot, after: report, selections: selectionAccess) }
         }
         if fresh.optOut == .noConsent {
             // Without the user's consent nothing is published: give up the slot.

@@ -38,7 +38,11 @@ package struct Survey: Sendable {
             do throws(XSelectionError) {
                 let reader = try SelectionReader(display: display)
                 defer { reader.close() }
-                for reading in try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now) {
+                let deadline = configuration.readDeadline
+                let readings = try reader.beginPasses { passes throws(XSelectionError) in
+                    try slots.readAll(with: passes, deadline: deadline, now: now)
+                }.wait().get()
+                for reading in readings {
                     entries.append(Entry(kind: "selection", slot: reading.index, holder: reading.holder, record: reading.result))
                 }
             } catch {

@@ -3,7 +3,10 @@ import Synchronization
 /// Owns named selections and answers requests for them on a thread of its own.
 ///
 /// The owner opens its own connection and serves on its own thread, so a host
-/// app with its own event loop need not pump anything. One owner can hold many
+/// app with its own event loop need not pump anything. The same connection
+/// can watch other selections' owners (`watchOwners(of:)`) and read them
+/// (`read(_:target:options:)`), so that a program that serves and reads takes
+/// one X client. One owner can hold many
 /// selections, each with several payload targets; it also answers `TARGETS`,
 /// `TIMESTAMP` and `MULTIPLE` as ICCCM section 2.6.2 requires, and sends large
 /// payloads incrementally (`INCR`).
@@ -14,7 +17,7 @@ import Synchronization
 ///                              payloads: [SelectionPayload(target: "UTF8_STRING", bytes: Array("hi".utf8))],
 ///                              mode: .ifFree)
 /// ```
-public final class SelectionOwner: Sendable {
+public final class SelectionOwner: Sendable, SelectionReading {
     /// Tuning for an owner.
     public struct Options: Sendable {
         /// Payloads larger than this many bytes are sent with INCR. Nil means the
@@ -52,7 +55,9 @@ public final class SelectionOwner: Sendable {
         case lostRace(to: XWindow?)
     }
 
-    /// Something that happened to the owner, reported on `events`.
+    /// Something that happened to the owner, reported on `events`. Closed:
+    /// an owner either loses a selection or its connection; nothing else
+    /// happens to it.
     public enum Event: Sendable, Equatable {
         /// Another client took the selection (`SelectionClear`); `newOwner` is its window where known.
         case lost(SelectionName, newOwner: XWindow?)
@@ -89,7 +94,10 @@ public final class SelectionOwner: Sendable {
     /// Losses of selections and of the connection, in the order they happened.
     public let events: AsyncStream<Event>
 
-    private let thread: ServiceThread<OwnerCore>
+    /// The owner's thread, which holds the connection.
+    private let loop: EventLoop
+    /// The core, made and used on `loop` only.
+    private let core: LoopBound<OwnerCore>
     private let shared: OwnerShared
 
     /// Connects to `display` (or `$DISPLAY`) and starts the serving thread.
@@ -104,7 +112,7 @@ public final class SelectionOwner: Sendable {
     public init(display: String? = nil, options: Options = Options()) throws(XSelectionError) {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
         events = stream
-        (thread, shared, self.display, window) = try Self.open(display: display, options: options, sink: EventSink(continuation))
+        (loop, core, shared, self.display, window) = try Self.open(display: display, options: options, sink: EventSink(continuation))
     }
 
     /// Connects as `init(display:options:)` does, but reports to `handler`,
@@ -117,22 +125,49 @@ public final class SelectionOwner: Sendable {
         let (stream, continuation) = AsyncStream<Event>.makeStream()
         continuation.finish()
         events = stream
-        (thread, shared, self.display, window) = try Self.open(display: display, options: options, sink: EventSink(handler))
+        (loop, core, shared, self.display, window) = try Self.open(display: display, options: options, sink: EventSink(handler))
     }
 
     /// Starts the owner's thread, which opens the connection; returns the
-    /// thread, the counters it shares, the display's name and the owner's window.
+    /// thread, the core it holds, the counters it shares, the display's name
+    /// and the owner's window.
     private static func open(
         display: String?, options: Options, sink: EventSink<Event>
-    ) throws(XSelectionError) -> (ServiceThread<OwnerCore>, OwnerShared, String, XWindow) {
+    ) throws(XSelectionError) -> (EventLoop, LoopBound<OwnerCore>, OwnerShared, String, XWindow) {
         let shared = OwnerShared()
-        let (thread, info) = try ServiceThread.start(
-            name: "XSelection.SelectionOwner", display: display,
-            make: { () throws(XSelectionError) in
+        let loop = EventLoop(name: "openudid-x")
+        let bound = LoopBound<OwnerCore>()
+        // Opening takes 2 s at most (`Connection.setUpLimit`); the bound here only
+        // guards against a thread the system never ran.
+        let opened = loop.sync(waitingAtMost: .seconds(30)) { () -> Result<Opened, XSelectionError> in
+            do throws(XSelectionError) {
                 let core = try OwnerCore(display: display, options: options, events: sink, shared: shared)
-                return (core, Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
-            }, failed: { sink.finish() }, run: { core, thread in core.run(thread) })
-        return (thread, shared, info.name, XWindow(info.window))
+                bound.value = core
+                loop.watch(core.connection.fd) {}
+                loop.beforeSleep { [weak loop] in
+                    let wake = bound.value?.turn()
+                    if bound.value?.isShutDown == true {
+                        bound.value = nil
+                        loop?.stop()
+                    }
+                    return wake
+                }
+                return .success(Opened(name: core.connection.name, window: UInt32(truncatingIfNeeded: core.window)))
+            } catch {
+                sink.finish()
+                return .failure(error)
+            }
+        }
+        guard let opened else {
+            loop.stop()
+            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
+        }
+        switch opened {
+        case .success(let info): return (loop, bound, shared, info.name, XWindow(info.window))
+        case .failure(let error):
+            loop.stop()
+            throw error
+        }
     }
 
     deinit { close() }
@@ -193,24 +228,41 @@ public final class SelectionOwner: Sendable {
         try perform { core throws(XSelectionError) in try core.release(selection) }
     }
 
+    /// A change of a selection's owner, as XFixes reports it. Closed: XFixes
+    /// reports these three kinds of change and no other.
+    public enum OwnerChange: Sendable, Equatable {
+        /// A client set a new owner (nil: the selection was given up).
+        case newOwner(SelectionHolder?)
+        /// The owner's window was destroyed; the selection now has no owner.
+        case ownerWindowDestroyed
+        /// The owner's client disconnected (it exited or was killed); the selection now has no owner.
+        case ownerClientClosed
+    }
+
+    /// One report of a watch. Closed: a watch reports changes until it ends.
+    public enum WatchEvent: Sendable, Equatable {
+        /// `selection` changed at server time `time`.
+        case changed(SelectionName, OwnerChange, time: XTimestamp)
+        /// The server went away; the watch has ended.
+        case connectionLost(XSelectionError)
+    }
+
     /// What `watchOwners(of:)` reports: the owners when the watch began, and
     /// every change after, in server order.
     public struct OwnerWatch: Sendable {
         /// The owners when the subscription began (nil: no owner).
         public let initialOwners: [SelectionName: SelectionHolder?]
-        /// The changes, as a `SelectionWatcher` reports them. It finishes when
-        /// the owner closes or a later `watchOwners(of:)` replaces this watch,
-        /// and ends with `.connectionLost` when the server goes away.
-        public let events: AsyncStream<SelectionWatcher.Event>
+        /// The changes. It finishes when the owner closes or a later
+        /// `watchOwners(of:)` replaces this watch, and ends with
+        /// `.connectionLost` when the server goes away.
+        public let events: AsyncStream<WatchEvent>
     }
 
     /// Reports, through XFixes, every change of the owners of `selections`,
     /// on this owner's own connection and thread.
     ///
-    /// It reports what a `SelectionWatcher` of the same selections would,
-    /// without a connection and a thread of its own: a program that owns
-    /// selections and watches others needs one connection to the X server
-    /// instead of two, which counts on a server that admits 256 clients. The
+    /// A program that owns selections and watches others needs one connection
+    /// to the X server, which counts on a server that admits 256 clients. The
     /// claims and releases of this owner are reported too; their holder's
     /// window is `window`. One watch at a time: a later call replaces the
     /// selections watched and finishes the earlier watch's `events`.
@@ -220,7 +272,7 @@ public final class SelectionOwner: Sendable {
     /// - Throws: `XSelectionError` when the server lacks XFixes, the connection
     ///   is lost, or the server does not answer.
     public func watchOwners(of selections: [SelectionName]) throws(XSelectionError) -> OwnerWatch {
-        let (stream, continuation) = AsyncStream<SelectionWatcher.Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let (stream, continuation) = AsyncStream<WatchEvent>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         do throws(XSelectionError) {
             let owners = try watchOwners(of: selections, sink: EventSink(continuation))
             return OwnerWatch(initialOwners: owners, events: stream)
@@ -235,13 +287,13 @@ public final class SelectionOwner: Sendable {
     ///
     /// - Returns: The owners when the watch began.
     package func watchOwners(
-        of selections: [SelectionName], handler: @escaping @Sendable (SelectionWatcher.Event) -> Void
+        of selections: [SelectionName], handler: @escaping @Sendable (WatchEvent) -> Void
     ) throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
         try watchOwners(of: selections, sink: EventSink(handler))
     }
 
     private func watchOwners(
-        of selections: [SelectionName], sink: EventSink<SelectionWatcher.Event>
+        of selections: [SelectionName], sink: EventSink<WatchEvent>
     ) throws(XSelectionError) -> [SelectionName: SelectionHolder?] {
         let unique = Array(Set(selections)).sorted()
         return try perform { core throws(XSelectionError) in try core.watch(unique, events: sink) }
@@ -260,12 +312,46 @@ public final class SelectionOwner: Sendable {
     /// Returns once the connection is closed (or after two seconds), so a
     /// program may exit right after it.
     public func close() {
-        thread.stop { core in core.stopRequested = true }
+        let core = core
+        loop.stop(waitingAtMost: .seconds(2)) {
+            core.value?.shutDown()
+            core.value = nil
+        }
     }
 
-    private func perform<T: Sendable>(_ body: @escaping @Sendable (OwnerCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
-        if thread.isInherited { throw .inheritedAcrossFork(display, parent: thread.process) }
-        return try thread.perform(body, onTimeout: .timedOut(display, "the owner thread"), onStopped: .connectionLost(display))
+    /// Reads `selections` on this owner's connection, as `SelectionReader.read(_:target:options:)`
+    /// does, and answers for the selections it holds meanwhile.
+    ///
+    /// The reads' answers and the reports of owner changes come in order on the
+    /// one connection, as the reading rules need; nothing waits on another
+    /// connection. The pass runs on the owner's thread, which the caller waits for.
+    public func read(
+        _ selections: [SelectionName], target: String, options: SelectionReader.Options = SelectionReader.Options()
+    ) throws(XSelectionError) -> [SelectionName: ReadOutcome] {
+        try perform(waitingAtMost: options.deadline + .seconds(10)) { core throws(XSelectionError) in
+            try core.reader().read(selections, target: target, options: options)
+        }
+    }
+
+    package func beginPasses<T: Sendable>(_ body: @escaping @Sendable (Passes) throws(XSelectionError) -> T) -> Pending<T> {
+        let core = core
+        return Pending.start(
+            on: loop, display: display, lost: .connectionLost(display),
+            passes: { (try? core.value?.reader()).flatMap { $0 }.map { Passes(core: $0) } }, body)
+    }
+
+    private func perform<T: Sendable>(
+        waitingAtMost limit: Duration = .seconds(10), _ body: @escaping @Sendable (OwnerCore) throws(XSelectionError) -> T
+    ) throws(XSelectionError) -> T {
+        if loop.isInherited { throw .inheritedAcrossFork(display, parent: loop.process) }
+        let core = core
+        let display = display
+        let result = loop.sync(waitingAtMost: limit) { () -> Result<T, XSelectionError> in
+            guard let core = core.value else { return .failure(.connectionLost(display)) }
+            do throws(XSelectionError) { return .success(try body(core)) } catch { return .failure(error) }
+        }
+        guard let result else { throw loop.isStopped ? .connectionLost(display) : .timedOut(display, "the owner thread") }
+        return try result.get()
     }
 }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -10,14 +11,17 @@ import Synchronization
 /// selection gets its own typed outcome; one owner that is slow, hostile or
 /// dead cannot hold up the others past the pass's deadline.
 ///
-/// The reader keeps one connection behind a lock; calls from several threads
-/// are served one after another. From its first pass over a selection on, that
-/// connection hears of the selection's owner changes (XFixes, one small event
-/// each), which the next pass reads and sets aside.
-public final class SelectionReader: @unchecked Sendable {
-    // `core` (and the connection inside it) is only touched with `lock` held.
-    private let lock = Mutex(())
-    private var core: ReaderCore?
+/// The reader keeps one connection on a thread of its own; calls from several
+/// threads are served one after another. From its first pass over a selection
+/// on, that connection hears of the selection's owner changes (XFixes, one
+/// small event each), which the next pass reads and sets aside. A program that
+/// also owns selections reads on its owner's connection instead
+/// (`SelectionOwner.read(_:target:options:)`).
+public final class SelectionReader: Sendable {
+    /// The reader's thread, which holds the connection.
+    private let loop: EventLoop
+    /// The core, made and used on `loop` only.
+    private let core: LoopBound<ReaderCore>
 
     /// Limits for one pass.
     public struct Options: Sendable {
@@ -95,13 +99,28 @@ public final class SelectionReader: @unchecked Sendable {
     ///
     /// - Throws: `XSelectionError` naming the display when it cannot be opened.
     public init(display: String? = nil) throws(XSelectionError) {
-        let core = try withBrokenPipesIgnored { () throws(XSelectionError) in try ReaderCore(display: display) }
-        self.core = core
-        self.display = core.connection.name
+        let loop = EventLoop(name: "openudid-read")
+        let bound = LoopBound<ReaderCore>()
+        let opened = loop.sync(waitingAtMost: .seconds(30)) { () -> Result<String, XSelectionError> in
+            do throws(XSelectionError) {
+                let core = try ReaderCore(display: display)
+                bound.value = core
+                return .success(core.connection.name)
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard case .success(let name)? = opened else {
+            loop.stop()
+            if case .failure(let error)? = opened { throw error }
+            throw XSelectionError(.timedOut, display: display ?? "", "opening the X display took longer than 30 s")
+        }
+        self.loop = loop
+        self.core = bound
+        self.display = name
     }
 
-    /// The process that opened the connection; see `XSelectionError.Kind.inheritedAcrossFork`.
-    private let process = getpid()
+    deinit { loop.stop { [core] in Self.shutDown(core) } }
 
     /// Reads `selections` converted to `target` in one pipelined pass.
     ///
@@ -115,7 +134,13 @@ public final class SelectionReader: @unchecked Sendable {
     public func read(_ selections: [SelectionName], target: String, options: Options = Options()) throws(XSelectionError) -> [SelectionName:
         ReadOutcome]
     {
-        try withCore { core throws(XSelectionError) in try core.read(selections, target: target, options: options) }
+        try withCore(waitingAtMost: options.deadline + .seconds(10)) { core throws(XSelectionError) in
+            try core.read(selections, target: target, options: options)
+        }
+    }
+
+    package func beginPasses<T: Sendable>(_ body: @escaping @Sendable (Passes) throws(XSelectionError) -> T) -> Pending<T> {
+        Pending.start(on: loop, display: display, lost: .closed(display), passes: { [core] in core.value.map { Passes(core: $0) } }, body)
     }
 
     /// Reads one selection converted to `target`.
@@ -151,28 +176,89 @@ public final class SelectionReader: @unchecked Sendable {
         try withCore { core throws(XSelectionError) in try core.owners(of: selections) }
     }
 
-    /// Closes the connection; later calls throw `closed`.
+    /// Closes the connection; later calls throw `closed`. Returns once the
+    /// connection is closed (or after two seconds), so a program may exit right after.
     public func close() {
-        // A child of a fork leaves the parent's connection alone: the lock may
-        // be held by a parent thread that the child does not have.
-        guard getpid() == process else { return }
-        withBrokenPipesIgnored {
-            lock.withLock { _ in
-                core?.connection.close()
-                core = nil
-            }
-        }
+        // A child of a fork leaves the parent's connection alone.
+        loop.stop(waitingAtMost: .seconds(2)) { [core] in Self.shutDown(core) }
     }
 
-    private func withCore<T>(_ body: (ReaderCore) throws(XSelectionError) -> T) throws(XSelectionError) -> T {
-        // The reader talks to the server on the caller's thread.
-        guard getpid() == process else { throw .inheritedAcrossFork(display, parent: process) }
-        return try withBrokenPipesIgnored { () throws(XSelectionError) -> T in
-            try lock.withLock { _ throws(XSelectionError) in
-                guard let core else { throw .closed(display) }
-                return try body(core)
-            }
+    private static func shutDown(_ core: LoopBound<ReaderCore>) {
+        core.value?.connection.close()
+        core.value = nil
+    }
+
+    private func withCore<T: Sendable>(
+        waitingAtMost limit: Duration = .seconds(10), _ body: @escaping @Sendable (ReaderCore) throws(XSelectionError) -> T
+    ) throws(XSelectionError) -> T {
+        if loop.isInherited { throw .inheritedAcrossFork(display, parent: loop.process) }
+        let (core, display) = (core, display)
+        let result = loop.sync(waitingAtMost: limit) { () -> Result<T, XSelectionError> in
+            guard let core = core.value else { return .failure(.closed(display)) }
+            do throws(XSelectionError) { return .success(try body(core)) } catch { return .failure(error) }
         }
+        guard let result else { throw loop.isStopped ? .closed(display) : .timedOut(display, "the reader thread") }
+        return try result.get()
+    }
+}
+
+/// What reads selections on a thread of its own: a `SelectionReader` on its
+/// connection, or a `SelectionOwner` on the connection it serves on.
+package protocol SelectionReading: Sendable {
+    /// Runs `body` on the reader's thread, where it reads with the `Passes` it
+    /// is given, and returns at once; `Pending.wait()` gives `body`'s result.
+    /// The caller does other work meanwhile, on its own thread, instead of
+    /// starting one for the reads.
+    func beginPasses<T: Sendable>(_ body: @escaping @Sendable (Passes) throws(XSelectionError) -> T) -> Pending<T>
+}
+
+extension SelectionReader: SelectionReading {}
+
+/// Reading passes, inside a job begun with `SelectionReading.beginPasses`
+/// and on its thread only.
+package struct Passes {
+    let core: ReaderCore
+
+    /// Reads as `SelectionReader.read(_:target:options:)` does.
+    package func read(
+        _ selections: [SelectionName], target: String, options: SelectionReader.Options
+    ) throws(XSelectionError) -> [SelectionName: ReadOutcome] {
+        try core.read(selections, target: target, options: options)
+    }
+}
+
+/// The result of work begun on a reader's thread, for the caller to wait for.
+package final class Pending<T: Sendable>: Sendable {
+    private let result = Mutex<Result<T, XSelectionError>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    private init() {}
+
+    /// Starts `body` on `loop`, with the passes `passes` gives there (nil: the
+    /// connection is gone, which is `lost`).
+    static func start(
+        on loop: EventLoop, display: String, lost: XSelectionError, passes: @escaping @Sendable () -> Passes?,
+        _ body: @escaping @Sendable (Passes) throws(XSelectionError) -> T
+    ) -> Pending<T> {
+        let pending = Pending<T>()
+        let posted = loop.post {
+            guard let passes = passes() else { return pending.finish(.failure(lost)) }
+            do throws(XSelectionError) { pending.finish(.success(try body(passes))) } catch { pending.finish(.failure(error)) }
+        }
+        if !posted { pending.finish(.failure(loop.isInherited ? .inheritedAcrossFork(display, parent: loop.process) : lost)) }
+        return pending
+    }
+
+    private func finish(_ outcome: Result<T, XSelectionError>) {
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+
+    /// Waits for the work to end and returns its result, or why it failed.
+    package func wait() -> Result<T, XSelectionError> {
+        done.wait()
+        done.signal()
+        return result.withLock { $0 }!
     }
 }
 

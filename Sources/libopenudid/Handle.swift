@@ -103,7 +103,7 @@ final class ChangeListener: @unchecked Sendable {
     private let context: UnsafeMutableRawPointer?
     private let destroy: Destroy?
     /// Where the calls run, one at a time, in order.
-    private let calls = EventLoop()
+    private let calls = EventLoop(name: "openudid-callback")
     // `stopped` and `calling` are guarded by `condition`.
     private let condition = Condition()
     private var stopped = false

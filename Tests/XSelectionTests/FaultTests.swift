@@ -63,9 +63,7 @@ import Testing
         try owner.claim("_T_FAULT_CRASH", payloads: [text("before the crash")])
         let reader = try SelectionReader(display: server.display)
         #expect(try reader.read("_T_FAULT_CRASH", target: "UTF8_STRING").value?.bytes == Array("before the crash".utf8))
-        let watcher = try SelectionWatcher(display: server.display, selections: ["_T_FAULT_CRASH"])
         let ownerEvents = SequenceReader(owner.events)
-        let watcherEvents = SequenceReader(watcher.events)
         let ownerWatchEvents = SequenceReader(try owner.watchOwners(of: ["_T_FAULT_CRASH_OTHER"]).events)
 
         server.kill()
@@ -78,12 +76,6 @@ import Testing
         #expect(ownerError.kind == .connectionLost)
         #expect(ownerError.display == server.display)
 
-        let watcherEvent = await watcherEvents.next(timeout: .seconds(20))
-        guard case .element(.connectionLost(let watcherError)) = watcherEvent else {
-            Issue.record("the watcher reported \(String(describing: watcherEvent)), not the lost connection")
-            return
-        }
-        #expect(watcherError.kind == .connectionLost)
         let ownerWatchEvent = await ownerWatchEvents.next(timeout: .seconds(20))
         guard case .element(.connectionLost(let ownerWatchError)) = ownerWatchEvent else {
             Issue.record("the owner's watch reported \(String(describing: ownerWatchEvent)), not the lost connection")
@@ -92,7 +84,6 @@ import Testing
         #expect(ownerWatchError.kind == .connectionLost)
         // Every stream ends after the loss.
         #expect(await ownerEvents.next(timeout: .seconds(20)) == .finished)
-        #expect(await watcherEvents.next(timeout: .seconds(20)) == .finished)
         #expect(await ownerWatchEvents.next(timeout: .seconds(20)) == .finished)
 
         let readError = #expect(throws: XSelectionError.self) {
@@ -120,10 +111,7 @@ import Testing
         try #require(!FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X4999"), "a server runs on \(display)")
         let readerError = #expect(throws: XSelectionError.self) { try SelectionReader(display: display) }
         let ownerError = #expect(throws: XSelectionError.self) { try SelectionOwner(display: display) }
-        let watcherError = #expect(throws: XSelectionError.self) {
-            try SelectionWatcher(display: display, selections: ["_T_FAULT_NOWHERE"])
-        }
-        for error in [readerError, ownerError, watcherError] {
+        for error in [readerError, ownerError] {
             #expect(error?.kind == .cannotOpen)
             #expect(error?.display == display)
             #expect(error?.message.contains("\"\(display)\"") == true)
@@ -135,8 +123,8 @@ import Testing
         // child process without DISPLAY does the opening.
         let result = try runCommand(Tools.product("xselection-helper"), ["open"], environment: helperEnvironment)
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
-        for (line, kind) in zip(lines, ["reader", "owner", "watcher"]) {
+        #expect(lines.count == 2)
+        for (line, kind) in zip(lines, ["reader", "owner"]) {
             #expect(line.hasPrefix("\(kind) error noDisplay "))
             #expect(line.contains("set DISPLAY"))
         }

@@ -4,6 +4,7 @@ import Testing
 
 @testable import XSelection
 
+/// Watching selections' owners through XFixes, on an owner's connection.
 @Suite(.requiresXvfb) struct WatcherTests {
     let display = SharedServer.display
 
@@ -13,7 +14,9 @@ import Testing
 
     @Test func reportsEachNewOwnerWithTheClaimantsWindowAndClient() async throws {
         let names: [SelectionName] = ["_T_WATCH_NEW_0", "_T_WATCH_NEW_1", "_T_WATCH_NEW_2"]
-        let watcher = try SelectionWatcher(display: display, selections: names)
+        let watching = try SelectionOwner(display: display)
+        defer { watching.close() }
+        let watcher = try watching.watchOwners(of: names)
         let events = SequenceReader(watcher.events)
         #expect(watcher.initialOwners == [names[0]: nil, names[1]: nil, names[2]: nil])
 
@@ -53,7 +56,9 @@ import Testing
         let names: [SelectionName] = ["_T_WATCH_KILLED_0", "_T_WATCH_KILLED_1"]
         let (helper, window) = try startSelectionHelperReportingWindow(
             display: display, ["own", "--prefix", "_T_WATCH_KILLED_", "--count", "2", "--text", "doomed"])
-        let watcher = try SelectionWatcher(display: display, selections: names)
+        let watching = try SelectionOwner(display: display)
+        defer { watching.close() }
+        let watcher = try watching.watchOwners(of: names)
         let events = SequenceReader(watcher.events)
         for name in names {
             #expect(watcher.initialOwners[name]??.window == XWindow(window))
@@ -61,7 +66,7 @@ import Testing
 
         helper.signal(SIGKILL)
         #expect(helper.wait(timeout: 20) != nil)
-        var changes: [SelectionName: SelectionWatcher.Change] = [:]
+        var changes: [SelectionName: SelectionOwner.OwnerChange] = [:]
         for _ in names {
             guard case .element(.changed(let name, let change, _)) = await events.next() else { break }
             changes[name] = change
@@ -81,14 +86,18 @@ import Testing
         let holder = try #require(try reader.read("_T_WATCH_INITIAL", target: "UTF8_STRING").value?.owner)
         #expect(holder.window == XWindow(window))
 
-        let watcher = try SelectionWatcher(display: display, selections: ["_T_WATCH_INITIAL", "_T_WATCH_INITIAL_FREE"])
+        let watching = try SelectionOwner(display: display)
+        defer { watching.close() }
+        let watcher = try watching.watchOwners(of: ["_T_WATCH_INITIAL", "_T_WATCH_INITIAL_FREE"])
         #expect(watcher.initialOwners == ["_T_WATCH_INITIAL": holder, "_T_WATCH_INITIAL_FREE": nil])
         _ = helper
     }
 
     @Test func aReleasedSelectionIsReportedAsHavingNoOwner() async throws {
         let name: SelectionName = "_T_WATCH_RELEASED"
-        let watcher = try SelectionWatcher(display: display, selections: [name])
+        let watching = try SelectionOwner(display: display)
+        defer { watching.close() }
+        let watcher = try watching.watchOwners(of: [name])
         let events = SequenceReader(watcher.events)
         let owner = try SelectionOwner(display: display)
         try owner.claim(name, payloads: [text("brief")])

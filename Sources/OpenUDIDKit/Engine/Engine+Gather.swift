@@ -29,22 +29,29 @@ extension Engine {
         var resetGeneration: Int64 { reset.generation }
     }
 
+    /// Where a resolution reads the selection slots.
+    enum SelectionAccess {
+        /// On a connection of the engine's own (a one-shot resolution).
+        case own
+        /// On the connection the app serves its slot on (a participant).
+        case through(any SelectionReading)
+        /// Nowhere this time, and why (a participant whose server is gone).
+        case none(String)
+    }
+
     /// Reads every source. `held` is the app's value from its last resolution,
     /// which the selection pass needs to know when it may settle early.
-    func gather(now: Date, held: SlotRecord? = nil, heldIsProvisional: Bool = false) -> Gathered {
+    func gather(
+        now: Date, held: SlotRecord? = nil, heldIsProvisional: Bool = false, selections access: SelectionAccess = .own
+    ) -> Gathered {
         // The selection pass spends most of its time waiting for other processes
-        // to answer; the files and the mirror are read meanwhile, not after it.
-        // The pass may end early once the ballots in hand settle the vote, and
-        // the file slots and cache are part of that hand.
-        let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus], spoiled: Set<UInt32>)>(
-            ([], [], [], []))
+        // to answer; it runs on the reader's thread while the files and the
+        // mirror are read here, not after it. The pass may end early once the
+        // ballots in hand settle the vote, and the file slots and cache are
+        // part of that hand.
         let durableInHand = DurableInHand()
         let settled = settlement(durableInHand: durableInHand, held: held, heldIsProvisional: heldIsProvisional, now: now)
-        let selectionPass = Spawned { [self] in
-            var part = Gathered()
-            gatherSelections(into: &part, now: now, settled: settled)
-            selections.withLock { $0 = (part.candidates, part.rejected, part.sources, part.spoiledClients) }
-        }
+        let selectionPass = beginSelections(access, now: now, settled: settled)
         var gathered = Gathered()
         // Before anything is read: an erasure from now on makes this resolution's
         // writes of the app's own copies stop (ErasureFence).
@@ -64,14 +71,13 @@ extension Engine {
         let reset = gathered.reset
         durableInHand.candidates.withLock { $0 = (localCandidates, reset) }
         gatherMirror(into: &gathered, now: now)
-        selectionPass.wait()
         // Selections first, as if they had been read first: the same order every time.
-        selections.withLock { part in
-            gathered.candidates = part.candidates + gathered.candidates
-            gathered.rejected = part.rejected + gathered.rejected
-            gathered.sources = part.sources + gathered.sources
-            gathered.spoiledClients = part.spoiled
-        }
+        var part = Gathered()
+        finishSelections(selectionPass, into: &part, now: now, settled: settled)
+        gathered.candidates = part.candidates + gathered.candidates
+        gathered.rejected = part.rejected + gathered.rejected
+        gathered.sources = part.sources + gathered.sources
+        gathered.spoiledClients = part.spoiledClients
         return gathered
     }
 
@@ -97,26 +103,60 @@ extension Engine {
         }
     }
 
-    private func gatherSelections(
-        into gathered: inout Gathered, now: Date,
-        settled: (@Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool)? = nil
-    ) {
+    /// A selection pass under way on the reader's thread, or why there is none.
+    private enum SelectionPass {
+        case reading(Pending<[SelectionSlots.Reading]>, own: Bool)
+        case done(SourceStatus)
+    }
+
+    private typealias Settled = @Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool
+
+    /// Starts the pass over every slot on the reader's thread.
+    private func beginSelections(_ access: SelectionAccess, now: Date, settled: Settled?) -> SelectionPass {
         guard let display = configuration.displayName else {
             let why = configuration.usesSelections ? "no X display (DISPLAY is unset)" : "selections are turned off"
-            gathered.sources.append(configuration.usesSelections ? .unavailable(.selection, why) : .notUsed(.selection, why))
-            return
+            return .done(configuration.usesSelections ? .unavailable(.selection, why) : .notUsed(.selection, why))
         }
-        do throws(XSelectionError) {
-            let reader = try connectedReader(display)
-            let readings: [SelectionSlots.Reading]
+        let reader: any SelectionReading
+        switch access {
+        case .through(let through): reader = through
+        case .none(let why): return .done(.unavailable(.selection, why))
+        case .own:
             do throws(XSelectionError) {
-                readings = try slots.readAll(with: reader, deadline: configuration.readDeadline, now: now, settled: settled)
+                reader = try connectedReader(display)
             } catch {
-                // The server went away since the last pass: reconnect once.
                 dropReader()
-                readings = try slots.readAll(
-                    with: try connectedReader(display), deadline: configuration.readDeadline, now: now, settled: settled)
+                return .done(.unavailable(.selection, error.message))
             }
+        }
+        let (slots, deadline) = (slots, configuration.readDeadline)
+        let pending = reader.beginPasses { passes throws(XSelectionError) in
+            try slots.readAll(with: passes, deadline: deadline, now: now, settled: settled)
+        }
+        return .reading(pending, own: { if case .own = access { true } else { false } }())
+    }
+
+    /// Waits for the pass and puts what it read into `gathered`. An own
+    /// connection whose server went away since the last pass is opened again
+    /// once, and the pass made again.
+    private func finishSelections(_ pass: SelectionPass, into gathered: inout Gathered, now: Date, settled: Settled?) {
+        var readings: Result<[SelectionSlots.Reading], XSelectionError>
+        switch pass {
+        case .done(let status):
+            gathered.sources.append(status)
+            return
+        case .reading(let pending, let own):
+            readings = pending.wait()
+            if case .failure = readings, own {
+                dropReader()
+                if case .reading(let again, _) = beginSelections(.own, now: now, settled: settled) { readings = again.wait() }
+            }
+        }
+        switch readings {
+        case .failure(let error):
+            if case .reading(_, true) = pass { dropReader() }
+            gathered.sources.append(.unavailable(.selection, error.message))
+        case .success(let readings):
             var count = 0
             for reading in readings {
                 switch reading.result {
@@ -131,9 +171,6 @@ extension Engine {
                 }
             }
             gathered.sources.append(.read(.selection, records: count))
-        } catch {
-            dropReader()
-            gathered.sources.append(.unavailable(.selection, error.message))
         }
     }
 

@@ -11,13 +11,15 @@ extension Engine {
     ///   - previous: This app's last resolution, if any: the identifier it holds
     ///     is its own ballot where no stored copy of its own answers, so that an
     ///     unreadable slot or a lost X server never makes it forget.
-    func resolve(slot: Int?, after previous: Report? = nil) -> Report {
+    ///   - selections: Where the selection slots are read: a connection of the
+    ///     engine's own, or the one a participant serves its slot on.
+    func resolve(slot: Int?, after previous: Report? = nil, selections: SelectionAccess = .own) -> Report {
         let now = Date()
         if configuration.requiresConsent, !hasConsent {
             return noConsentReport()
         }
         let held = previous?.heldRecord
-        var gathered = gather(now: now, held: held, heldIsProvisional: previous?.provisional ?? false)
+        var gathered = gather(now: now, held: held, heldIsProvisional: previous?.provisional ?? false, selections: selections)
         if let optOut = currentOptOut(gathered) {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
         }

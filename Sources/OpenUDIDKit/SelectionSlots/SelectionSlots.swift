@@ -67,7 +67,7 @@ struct SelectionSlots: Sendable {
     /// (given with the X clients still owing an answer) settle the vote;
     /// the slots not waited for are rejected with the code `not-awaited`.
     func readAll(
-        with reader: SelectionReader, deadline: Duration, now: Date,
+        with reader: Passes, deadline: Duration, now: Date,
         settled: (@Sendable (_ readings: [Reading], _ outstanding: Set<UInt32>) -> Bool)? = nil
     ) throws(XSelectionError) -> [Reading] {
         let started = ContinuousClock.now

@@ -58,8 +58,4 @@ extension Connection {
         }
     }
 
-    /// Sends what libxcb holds.
-    func flushRequests() {
-        if isAlive { xcb_flush(xcb) }
-    }
 }

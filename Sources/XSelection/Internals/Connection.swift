@@ -35,6 +35,10 @@ package final class Connection {
     private var closed = false
     /// The first event number of XFixes, once `setUpFixes` found the extension.
     private(set) var fixesEventBase: Int32?
+    /// Whether `setUpFixes` has asked the server about XFixes.
+    private var fixesAsked = false
+    /// The selections whose owner changes this connection is told of.
+    private var subscribed: Set<UInt> = []
     /// Whether the server was already gone when the connection was closed.
     private var lostBeforeClose = false
 
@@ -286,7 +290,7 @@ package final class Connection {
         Int32(bitPattern: serial &- reference) >= 0
     }
 
-    /// Flushes the output buffer.
+    /// Sends what libxcb holds.
     package func flush() {
         if isAlive { xcb_flush(xcb) }
     }
@@ -302,6 +306,10 @@ package final class Connection {
     /// - Parameter names: Atoms to intern in the same round trip.
     func setUpFixes(deadline: Duration = .seconds(2), interning names: [String] = []) throws(XSelectionError) -> Int32? {
         try checkAlive()
+        if fixesAsked {
+            _ = try atoms(names)
+            return fixesEventBase
+        }
         let end = ContinuousClock.now + deadline
         let interning = try sendInterns(names)
         let fixes = openudid_xcb_xfixes_extension()
@@ -314,21 +322,32 @@ package final class Connection {
             throw error
         }
         free(try reply(to: fence, deadline: end, what: "the XFixes query"))
-        guard let data = xcb_get_extension_data(xcb, fixes), data.pointee.present != 0 else { return nil }
+        guard let data = xcb_get_extension_data(xcb, fixes), data.pointee.present != 0 else {
+            fixesAsked = true
+            return nil
+        }
         let version = xcb_xfixes_query_version(xcb, 5, 0).sequence
         free(try reply(to: version, deadline: end, what: "the XFixes version"))
+        fixesAsked = true
         fixesEventBase = Int32(data.pointee.first_event)
         return fixesEventBase
     }
 
-    /// Has XFixes report the owner changes of `selection` to `window` (mask 0: stop).
-    func selectOwnerChanges(of selection: UInt, on window: UInt, _ watch: Bool) {
+    /// Has XFixes report the owner changes of `selections` to this connection
+    /// from now until it closes, once per selection whoever asks (the owner's
+    /// watch, the reader's passes): the server adds and removes a subscription
+    /// by walking one list of every client's, so each costs it time in
+    /// proportion to all of them, and a hundred participants hold a hundred
+    /// each. Reports that nobody wants are dropped where they arrive.
+    func subscribeToOwnerChanges(of selections: [UInt]) {
         let mask =
-            watch
-            ? XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
-                | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
-                | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue : 0
-        xcb_xfixes_select_selection_input(
-            xcb, xcb_window_t(truncatingIfNeeded: window), xcb_atom_t(truncatingIfNeeded: selection), mask)
+            XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
+            | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
+            | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue
+        for selection in selections where fixesEventBase != nil && isAlive && !subscribed.contains(selection) {
+            xcb_xfixes_select_selection_input(
+                xcb, xcb_window_t(truncatingIfNeeded: root), xcb_atom_t(truncatingIfNeeded: selection), mask)
+            subscribed.insert(selection)
+        }
     }
 }

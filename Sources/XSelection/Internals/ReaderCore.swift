@@ -2,9 +2,14 @@ import CX11
 import FoundationEssentials
 import Glibc
 
-/// The connection and pass logic behind `SelectionReader`.
+/// The pass logic behind `SelectionReader` and `SelectionOwner.read`: on a
+/// connection of its own, or on an owner's, whose events it hands back.
 final class ReaderCore {
     let connection: Connection
+    /// Where events this reader does not use go, on a connection it shares:
+    /// the owner's handler, so that requests are answered while a pass runs.
+    /// The callee does not free them. Nil on a connection of the reader's own.
+    private let host: ((UnsafeMutablePointer<xcb_generic_event_t>) -> Void)?
     /// The requestor window: owners write answers to its properties. It
     /// selects PropertyChangeMask during a pass and nothing between passes:
     /// every write to an answer's property is counted (see `Slot.writes`),
@@ -22,14 +27,6 @@ final class ReaderCore {
     /// The first event number of XFixes, when the server has it: each pass
     /// watches its selections change owner, to tell who really answered.
     private var fixesEventBase: Int32? { connection.fixesEventBase }
-    /// The selections whose owner changes XFixes reports to this connection.
-    /// A subscription is kept from the first pass that reads the selection on:
-    /// the server finds and frees subscriptions by walking one list of every
-    /// client's, so taking them out and back in on every pass made each pass
-    /// cost the server time in proportion to every watcher's subscriptions
-    /// (with a hundred participants, most of its time). Reports that arrive
-    /// between passes are stale by their serial and ignored.
-    private var watched: Set<UInt> = []
     /// Values of earlier passes, by selection and target atom, with the owner
     /// that gave them and their type atom; a selection's are dropped as soon
     /// as XFixes reports a change of its owner (`Options.reusesUnchangedValues`).
@@ -69,8 +66,17 @@ final class ReaderCore {
         return layout
     }
 
-    init(display: String?) throws(XSelectionError) {
-        connection = try Connection(name: display)
+    /// A reader on a connection of its own to `display`.
+    convenience init(display: String?) throws(XSelectionError) {
+        try self.init(connection: try Connection(name: display), host: nil)
+    }
+
+    /// A reader on `connection`; events it does not use go to `host`.
+    init(
+        connection: Connection, host: ((UnsafeMutablePointer<xcb_generic_event_t>) -> Void)?
+    ) throws(XSelectionError) {
+        self.connection = connection
+        self.host = host
         window = try connection.createWindow(selectingPropertyChanges: false)
         clockWindow = try connection.createWindow()
         // The atoms every pass needs are interned while XFixes is asked about:
@@ -376,9 +382,9 @@ final class ReaderCore {
     /// when every earlier report has arrived; the other events left over
     /// from earlier passes concern no pass any more.
     private func forgetChangedValues() {
-        guard fixesEventBase != nil else { return }
         while let raw = connection.pollEvent() {
             if case .ownerChange(let selection, _, _, _)? = connection.event(raw) { kept[selection] = nil }
+            host?(raw)
             free(raw)
         }
     }
@@ -478,13 +484,10 @@ final class ReaderCore {
     }
 
     /// Has XFixes report owner changes of `slots` to this connection, from now
-    /// until it closes.
+    /// until it closes. Reports that arrive between passes are stale by their
+    /// serial and ignored.
     private func watchOwners(_ slots: [Slot]) {
-        guard fixesEventBase != nil, connection.isAlive else { return }
-        for slot in slots where !watched.contains(slot.atom) {
-            connection.selectOwnerChanges(of: slot.atom, on: window, true)
-            watched.insert(slot.atom)
-        }
+        connection.subscribeToOwnerChanges(of: slots.map(\.atom))
     }
 
     // MARK: Events
@@ -494,6 +497,8 @@ final class ReaderCore {
     private func handle(_ raw: UnsafeMutablePointer<xcb_generic_event_t>, slots: inout [Slot], indexByAtom: [UInt: Int]) {
         switch connection.event(raw) {
         case .ownerChange(let selection, _, _, let serial):
+            // The owner's watch hears of it too.
+            host?(raw)
             kept[selection] = nil
             guard let index = indexByAtom[selection] else { return }
             slots[index].changedInPass = true
@@ -502,8 +507,8 @@ final class ReaderCore {
             if AnswerRules.isNewsToOwnerQuery(serial: serial, ownerQuery: slots[index].ownerQuery) {
                 slots[index].ownerChanged = true
             }
-        case .selectionNotify(let requestor, let selection, let property, let time, let sent):
-            guard requestor == window, let index = indexByAtom[selection], time == slots[index].time,
+        case .selectionNotify(let requestor, let selection, let property, let time, let sent) where requestor == window:
+            guard let index = indexByAtom[selection], time == slots[index].time,
                 case .awaitingNotify = slots[index].stage
             else { return }
             let owner = slots[index].owner
@@ -523,8 +528,8 @@ final class ReaderCore {
                 slots[index].readSerial = cookie.sequence
                 readOrder.append(index)
             }
-        case .propertyNotify(let changed, let atom, _, let deleted, let serial):
-            guard changed == window, !deleted, let index = indexByAtom[atom] else { return }
+        case .propertyNotify(let changed, let atom, _, let deleted, let serial) where changed == window:
+            guard !deleted, let index = indexByAtom[atom] else { return }
             countWrite(serial, to: &slots[index])
             switch slots[index].stage {
             case .awaitingChunk:
@@ -535,7 +540,7 @@ final class ReaderCore {
                 break
             }
         default:
-            break
+            host?(raw)
         }
     }
 

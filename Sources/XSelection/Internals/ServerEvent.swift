@@ -24,7 +24,7 @@ enum ServerEvent {
     /// A property of a window we watch was changed or deleted.
     case propertyNotify(window: UInt, atom: UInt, time: UInt, deleted: Bool, serial: UInt32)
     /// XFixes: the owner of a watched selection changed.
-    case ownerChange(selection: UInt, change: SelectionWatcher.Change, time: UInt, serial: UInt32)
+    case ownerChange(selection: UInt, change: SelectionOwner.OwnerChange, time: UInt, serial: UInt32)
     /// The server refused a request of ours.
     case error(ProtocolErrorRecord)
 
@@ -91,7 +91,7 @@ extension Connection {
         case let type where fixesEventBase.map({ type == $0 + XCB_XFIXES_SELECTION_NOTIFY }) == true:
             let notify = bytes.assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
             let owner = UInt(notify.owner)
-            let change: SelectionWatcher.Change
+            let change: SelectionOwner.OwnerChange
             switch UInt32(notify.subtype) {
             case XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue:
                 change = .newOwner(

@@ -78,7 +78,6 @@ func runOpen(display: String?) -> Never {
     }
     report("reader") { () throws(XSelectionError) in try SelectionReader(display: display).display }
     report("owner") { () throws(XSelectionError) in try SelectionOwner(display: display).display }
-    report("watcher") { () throws(XSelectionError) in try SelectionWatcher(display: display, selections: ["_XSELECTION_OPEN"]).display }
     exit(0)
 }
 
