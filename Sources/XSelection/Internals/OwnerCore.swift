@@ -274,6 +274,8 @@ final class OwnerCore {
                 continueTransfer(TransferKey(requestor: changed, property: property))
             }
         case .ownerChange(let selection, let change, let time, _):
+            // Taken between passes, it still tells the reader that what it read there is stale.
+            hostedReader?.ownerChanged(selection)
             guard let name = watched[selection] else { return }
             watchEvents?.yield(.changed(name, change, time: XTimestamp(UInt32(truncatingIfNeeded: time))))
         case .selectionNotify, .error:

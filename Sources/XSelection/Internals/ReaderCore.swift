@@ -389,6 +389,12 @@ final class ReaderCore {
         }
     }
 
+    /// Forgets what earlier passes read of `selection`, whose owner changed:
+    /// for an owner that took the report of it between passes.
+    func ownerChanged(_ selection: UInt) {
+        kept[selection] = nil
+    }
+
     /// The outcomes of the slots that are done, with each value's type named
     /// (the names are asked in one batch, and the connection keeps them).
     private func finishedOutcomes(_ slots: [Slot]) -> [SelectionName: ReadOutcome] {
