@@ -329,9 +329,10 @@ char *openudid_report_json(openudid *handle);
  * The callback may call any function of this header on the same handle,
  * including openudid_close.
  *
- * Cost: a participating handle runs two threads of its own and holds eight
- * file descriptors (two X connections, two wake pipes, an inotify watch and
- * a lock file); a callback adds one thread and a pipe. A process may have at
+ * Cost: a participating handle runs two threads of its own and holds seven
+ * file descriptors (one X connection, which serves its slot and reads the
+ * others, two wake pipes, an inotify watch and a lock file); a callback adds
+ * one thread and a pipe. A process may have at
  * most one participating handle per selection slot (100 per namespace):
  * each serves one slot, and one more fails at once with OPENUDID_EBUSY.
  *

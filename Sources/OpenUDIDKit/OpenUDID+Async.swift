@@ -1,5 +1,5 @@
-import Dispatch
 import FoundationEssentials
+import XSelection
 
 extension OpenUDID {
     /// The shared identifier, resolved without blocking the caller's thread.
@@ -34,7 +34,7 @@ extension OpenUDID {
     /// - Returns: The report, as the synchronous `resolve(refresh:)` gives it.
     public func resolve(refresh: Bool = false) async -> Report {
         if !refresh, let report = cachedReport { return report }
-        return await offThread { self.resolve(refresh: refresh) }
+        return await onWorker { self.resolve(refresh: refresh) }
     }
 
     /// Takes part in the session (see the synchronous `participate()`),
@@ -45,10 +45,11 @@ extension OpenUDID {
     /// - Returns: The participation, its first resolution done.
     /// - Throws: What the synchronous `participate()` throws.
     public func participate() async throws(OpenUDIDError) -> Participation {
-        let result = await offThread { () -> Result<Participation, OpenUDIDError> in
-            do throws(OpenUDIDError) { return .success(try self.participate()) } catch { return .failure(error) }
-        }
-        return try result.get()
+        // The first resolution runs on the participation's own thread, and
+        // this waits for it there.
+        let participation = try Participation(udid: self, waitingForFirst: false)
+        await participation.afterJobsPostedSoFar()
+        return participation
     }
 }
 
@@ -56,14 +57,6 @@ extension Participation {
     /// Resolves again now and publishes the result (see the synchronous
     /// `refresh()`), without blocking the caller's thread.
     public func refresh() async {
-        await offThread { self.refresh() }
-    }
-}
-
-/// Runs `work` on a thread of the library's and returns its result, leaving
-/// the caller's thread free meanwhile.
-private func offThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: work()) }
+        await afterJobsPostedSoFar { $0.refreshNow() }
     }
 }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Synchronization
+import XSelection
 
 /// One app's handle on the identifier that cooperating apps share in a user session.
 ///
@@ -25,6 +26,13 @@ public final class OpenUDID: Sendable {
     let engine: Engine
     private let cached = Mutex<Report?>(nil)
     private let resolving = Mutex(())
+    /// While the handle participates: resolves through the participation and
+    /// returns its report (nil once it has stopped).
+    let participating = Mutex<(@Sendable () -> Report?)?>(nil)
+    /// The thread the `async` calls resolve on, made at the first one: not
+    /// Dispatch's pool, whose first use makes libdispatch wake the process
+    /// once a second for good (see `EventLoop`).
+    private let worker = Mutex<EventLoop?>(nil)
 
     /// Creates a handle for `app`.
     ///
@@ -73,6 +81,9 @@ public final class OpenUDID: Sendable {
     /// - Parameter refresh: Resolve again instead of returning the cached report.
     public func resolve(refresh: Bool = false) -> Report {
         if !refresh, let report = cached.withLock({ $0 }) { return report }
+        // A participating handle resolves through its participation, on the
+        // connection it serves on: one X client per participant.
+        if let participating = participating.withLock({ $0 }), let report = participating() { return report }
         return resolving.withLock { _ in
             if !refresh, let report = cached.withLock({ $0 }) { return report }
             let report = engine.resolve(slot: nil, after: cached.withLock { $0 })
@@ -92,6 +103,20 @@ public final class OpenUDID: Sendable {
     /// Updates the cache with a resolution made elsewhere (by a participation).
     func remember(_ report: Report) {
         cached.withLock { $0 = report }
+    }
+
+    /// Runs `work` on the handle's own thread for `async` calls, and returns its
+    /// result, the caller's thread (or task) free meanwhile.
+    func onWorker<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        let loop = worker.withLock { worker in
+            if let loop = worker { return loop }
+            let loop = EventLoop(name: "openudid-async")
+            worker = loop
+            return loop
+        }
+        return await withCheckedContinuation { continuation in
+            if !loop.post({ continuation.resume(returning: work()) }) { continuation.resume(returning: work()) }
+        }
     }
 
     /// Serializes resolutions of this handle.

@@ -57,6 +57,13 @@ public final class Participation: Sendable {
     /// Resolves again now (for example after `optOut()`), and publishes the result.
     public func refresh() { core.refreshNow() }
 
+    /// Waits, without blocking a thread, until the participation's own thread
+    /// has run what was posted to it before, then runs `work` there (the first
+    /// resolution of a participation started in the background, among them).
+    func afterJobsPostedSoFar(_ work: @escaping @Sendable (ParticipationCore) -> Void = { _ in }) async {
+        await core.afterJobsPostedSoFar(work)
+    }
+
     /// Stops taking part: the slot is no longer served (the selection is
     /// released) and `changes` ends. Releasing the participation does the same.
     ///
@@ -159,6 +166,9 @@ final class ParticipationCore: @unchecked Sendable {
     /// Starts watching and resolving on `loop`; with `waiting`, returns once
     /// the first resolution is served.
     func start(waiting: Bool) {
+        // From now on the handle reads the slots on the owner's connection alone.
+        engine.dropReader()
+        udid.participating.withLock { $0 = { [weak self] in self?.refreshedReport() } }
         let first: @Sendable () -> Void = { [self] in
             // Watching starts before the first resolution, so a choice made
             // while it runs is not missed.
@@ -210,6 +220,25 @@ final class ParticipationCore: @unchecked Sendable {
 
     func refreshNow() { _ = loop.sync { [self] in resolveAndPublish() } }
 
+    /// Resolves now, for the handle, and gives the report; nil once stopped.
+    func refreshedReport() -> Report? {
+        loop.sync { [self] in
+            guard !stopped else { return nil }
+            resolveAndPublish()
+            return report
+        } ?? nil
+    }
+
+    func afterJobsPostedSoFar(_ work: @escaping @Sendable (ParticipationCore) -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let posted = loop.post { [self] in
+                work(self)
+                continuation.resume()
+            }
+            if !posted { continuation.resume() }
+        }
+    }
+
     /// Counts a new participation of `udid`'s namespace, or refuses it when the
     /// process already runs as many as the namespace has slots: each serves one
     /// slot, and one more would only cost two threads and a connection.
@@ -229,13 +258,16 @@ final class ParticipationCore: @unchecked Sendable {
         }
     }
 
-    /// Stops at once, from any thread: the slot is released (closing the
+    /// Stops at once, from any thread: the slot is released (hanging up the
     /// owner's connection releases it) and `changes` ends before this returns.
     /// A resolution under way goes on to its end on `loop`, which then stops;
     /// nobody waits for it, and it publishes nothing.
     func stop() {
         guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        owner?.close()
+        udid.participating.withLock { $0 = nil }
+        // The owner hangs up its connection at once, which releases the slot;
+        // its thread closes the rest on its own, waited for by nobody.
+        owner?.close(waiting: false)
         continuation.finish()
         let namespace = udid.configuration.namespace ?? ""
         Self.running.withLock { $0[namespace, default: 1] -= 1 }

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// Owns named selections and answers requests for them on a thread of its own.
@@ -143,6 +144,8 @@ public final class SelectionOwner: Sendable, SelectionReading {
             do throws(XSelectionError) {
                 let core = try OwnerCore(display: display, options: options, events: sink, shared: shared)
                 bound.value = core
+                core.interruption = loop.stopWatch
+                shared.socket.withLock { $0 = core.connection.fd }
                 loop.watch(core.connection.fd) {}
                 loop.beforeSleep { [weak loop] in
                     let wake = bound.value?.turn()
@@ -170,7 +173,7 @@ public final class SelectionOwner: Sendable, SelectionReading {
         }
     }
 
-    deinit { close() }
+    deinit { close(waiting: false) }
 
     /// Claims `selection` and serves `payloads` for it.
     ///
@@ -311,9 +314,14 @@ public final class SelectionOwner: Sendable, SelectionReading {
     ///
     /// Returns once the connection is closed (or after two seconds), so a
     /// program may exit right after it.
-    public func close() {
+    public func close() { close(waiting: true) }
+
+    /// Closes as `close()` does; without `waiting`, returns at once, and the
+    /// owner's thread closes the connection on its own.
+    package func close(waiting: Bool) {
         let core = core
-        loop.stop(waitingAtMost: .seconds(2)) {
+        if !loop.isInherited { shared.hangUp() }
+        loop.stop(waitingAtMost: waiting ? .seconds(2) : .zero) {
             core.value?.shutDown()
             core.value = nil
         }
@@ -363,6 +371,20 @@ private struct Opened: Sendable {
 /// State the serving thread shares with the public object.
 final class OwnerShared: Sendable {
     let counters = Mutex(SelectionOwner.Statistics())
+    /// The connection's socket while it is open; the owner's thread clears it
+    /// as it closes the connection, under the lock, so that no other thread
+    /// ever touches a descriptor number given to another file since.
+    let socket = Mutex<Int32?>(nil)
+
+    /// Ends the connection at once from any thread (`shutdown(2)`, which
+    /// leaves the descriptor to the owner's thread): the server drops every
+    /// selection held now, and what the owner's thread waits for on the
+    /// connection fails at once instead of running to its deadline.
+    func hangUp() {
+        socket.withLock { fd in
+            if let fd { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
 
     func count(_ update: (inout SelectionOwner.Statistics) -> Void) {
         counters.withLock { update(&$0) }

@@ -104,6 +104,7 @@ public final class SelectionReader: Sendable {
         let opened = loop.sync(waitingAtMost: .seconds(30)) { () -> Result<String, XSelectionError> in
             do throws(XSelectionError) {
                 let core = try ReaderCore(display: display)
+                core.interruption = loop.stopWatch
                 bound.value = core
                 return .success(core.connection.name)
             } catch {

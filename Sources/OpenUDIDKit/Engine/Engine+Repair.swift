@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -89,29 +88,8 @@ extension Engine {
     }
 
     /// Repairs every place, in the order given, and reports them in that order.
-    ///
-    /// When more than one needs writing, they are written at the same time: each
-    /// is a separate file (or the keyring), and each write still flushes its file
-    /// and its directory before this returns, but the flushes overlap instead of
-    /// queueing, which is most of a new app's first resolution on a busy disk.
     func repair(_ pending: [PendingRepair], record: DurableRecord, now: Date) -> [Repair] {
-        let writes = pending.filter { entry in
-            switch entry.current {
-            case .found(let bytes): !Self.holds(bytes, record.record, ignoringWriter: entry.ignoringWriter)
-            case .absent: true
-            case .unavailable(let problem): problem.kind == .corrupt
-            }
-        }
-        guard writes.count > 1 else {
-            return pending.map { repair($0.place, current: $0.current, record: record, ignoringWriter: $0.ignoringWriter, now: now) }
-        }
-        let done = Mutex([Repair?](repeating: nil, count: pending.count))
-        Spawned.concurrently(pending.count) { [self] index in
-            let entry = pending[index]
-            let repaired = repair(entry.place, current: entry.current, record: record, ignoringWriter: entry.ignoringWriter, now: now)
-            done.withLock { $0[index] = repaired }
-        }
-        return done.withLock { $0.map { $0! } }
+        pending.map { repair($0.place, current: $0.current, record: record, ignoringWriter: $0.ignoringWriter, now: now) }
     }
 
     func optedOutReport(_ optOut: OptOut, gathered: Gathered, slot: Int?, now: Date) -> Report {

@@ -372,55 +372,56 @@ extension SecretServiceMirror {
     }
 }
 
-/// Cancels a `GCancellable` when a deadline passes, from a thread of its own.
+/// Cancels a `GCancellable` when a deadline passes.
 ///
 /// Cancelling makes every pending libsecret/GDBus `_sync` call return at once, so a
-/// daemon that hangs (or a bus that never answers) cannot hold the caller.
-/// The thread waits on a semaphore, not on a Dispatch timer: Dispatch's global
-/// queues, once used, make libdispatch wake the process once a second for good,
-/// and a participant that sleeps must not use them (see `EventLoop`).
+/// daemon that hangs (or a bus that never answers) cannot hold the caller. The
+/// deadlines of every call of the process are kept by one loop (`EventLoop`),
+/// not a thread per call, nor a Dispatch timer: Dispatch's global queues, once
+/// used, make libdispatch wake the process once a second for good.
 private final class DeadlineTimer: @unchecked Sendable {
-    // `cancellable` never changes after init and GCancellable is thread-safe. The
-    // thread holds its own references to it and to the context, dropped when it
-    // ends, so it never touches a freed object.
+    // `cancellable` never changes after init and GCancellable is thread-safe.
+    // The timer's job holds its own references to it and to the context,
+    // dropped with the job, whether it ran or was cancelled.
     let cancellable: OpaquePointer
     let duration: Duration
     private let library: LibSecret
-    /// Signalled by `finish()`: the thread then ends without cancelling.
-    private let finished = DispatchSemaphore(value: 0)
+    private let timer: Int
+
+    /// The loop that keeps every call's deadline, made at the first call.
+    private static let clock = EventLoop(name: "openudid-deadline")
 
     /// A timer that cancels its cancellable when `duration` has passed, and wakes
     /// `context` so that a wait for a signal in it ends too.
     init(_ duration: Duration, library: LibSecret, waking context: OpaquePointer?) {
         self.duration = duration
         self.library = library
-        cancellable = library.gCancellableNew()!
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-        let deadline = DispatchTime.now() + .nanoseconds(nanoseconds)
-        let finished = finished
-        let cancellable = Handle(cancellable)
-        _ = library.gObjectRef(UnsafeMutableRawPointer(cancellable.pointer))
-        let context = Handle(library.gMainContextRef(context))
-        let started = startThread {
-            if finished.wait(timeout: deadline) == .timedOut {
-                library.gCancellableCancel(cancellable.pointer)
-                library.gMainContextWakeup(context.pointer)
-            }
-            library.gObjectUnref(UnsafeMutableRawPointer(cancellable.pointer))
-            library.gMainContextUnref(context.pointer)
-        }
-        if !started {
-            // No thread to give: the call runs without a deadline rather than not at all.
-            library.gObjectUnref(UnsafeMutableRawPointer(cancellable.pointer))
-            library.gMainContextUnref(context.pointer)
+        let cancellable = library.gCancellableNew()!
+        self.cancellable = cancellable
+        let held = GObjects(library, cancellable: cancellable, context: context)
+        timer = Self.clock.schedule(after: duration) {
+            library.gCancellableCancel(held.cancellable)
+            library.gMainContextWakeup(held.context)
         }
     }
 
-    /// A GLib pointer handed to the deadline's thread, which holds a reference to it.
-    private struct Handle: @unchecked Sendable {
-        let pointer: OpaquePointer?
-        init(_ pointer: OpaquePointer?) { self.pointer = pointer }
+    /// References to the cancellable and the context, dropped with the timer's job.
+    private final class GObjects: @unchecked Sendable {
+        let library: LibSecret
+        let cancellable: OpaquePointer
+        let context: OpaquePointer?
+
+        init(_ library: LibSecret, cancellable: OpaquePointer, context: OpaquePointer?) {
+            self.library = library
+            self.cancellable = cancellable
+            self.context = library.gMainContextRef(context)
+            _ = library.gObjectRef(UnsafeMutableRawPointer(cancellable))
+        }
+
+        deinit {
+            library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
+            library.gMainContextUnref(context)
+        }
     }
 
     /// Whether the deadline passed (nothing else cancels the cancellable).
@@ -431,9 +432,9 @@ private final class DeadlineTimer: @unchecked Sendable {
         Milliseconds.seconds(duration)
     }
 
-    /// Stops the timer and drops the caller's reference; the thread drops its own as it ends.
+    /// Stops the timer and drops the caller's reference.
     func finish() {
-        finished.signal()
+        Self.clock.cancel(timer)
         library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
     }
 }

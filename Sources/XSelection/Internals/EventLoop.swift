@@ -40,6 +40,10 @@ package final class EventLoop: Sendable {
     /// Whether the loop has been told to stop (it takes no more jobs).
     package var isStopped: Bool { core.isStopped }
 
+    /// What a job that waits in `poll` (a selection pass) watches to end at
+    /// once when the loop is told to stop, rather than keep the stop waiting.
+    package var stopWatch: StopWatch { StopWatch(core: core) }
+
     /// Runs `job` on the loop soon; false when the loop has stopped.
     @discardableResult
     package func post(_ job: @escaping Job) -> Bool { core.post(job) }
@@ -76,6 +80,23 @@ package final class EventLoop: Sendable {
     package func stop(waitingAtMost limit: Duration = .zero, _ last: @escaping Job = {}) { core.stop(waitingAtMost: limit, last) }
 }
 
+/// The loop's wake pipe, as a job running on the loop watches it: it becomes
+/// readable when anything is posted to the loop, a stop among them.
+package struct StopWatch: Sendable {
+    fileprivate let core: LoopCore
+
+    /// The descriptor to poll beside the job's own.
+    package var descriptor: Int32 { core.wake.readFD }
+
+    /// Whether the loop was told to stop. Takes what woke the poll out of the
+    /// pipe, so that a job posted meanwhile does not wake the waiter again; the
+    /// loop still runs that job once the waiting one returns.
+    package func stopRequested() -> Bool {
+        core.wake.drain()
+        return core.isStopped
+    }
+}
+
 /// A value that belongs to one loop's thread: made, used and dropped there
 /// only, which is what makes sharing the box itself safe.
 package final class LoopBound<Value>: @unchecked Sendable {
@@ -106,7 +127,7 @@ final class LoopCore: Sendable {
     }
 
     private let state = Mutex(State())
-    private let wake = WakePipe()
+    fileprivate let wake = WakePipe()
     private let thread = Mutex<pthread_t?>(nil)
     /// Signalled when the thread has left its loop.
     private let finished = DispatchSemaphore(value: 0)

@@ -82,6 +82,8 @@ final class OwnerCore {
     var watchEvents: EventSink<SelectionOwner.WatchEvent>?
     /// The reader of this connection, made at the first read.
     private var hostedReader: ReaderCore?
+    /// What tells a pass that the owner's loop was told to stop.
+    var interruption: StopWatch?
 
     // Atoms every owner needs.
     let targetsAtom, timestampAtom, multipleAtom, incrAtom, atomPairAtom: UInt
@@ -184,7 +186,10 @@ final class OwnerCore {
         held.removeAll()
         transfers.removeAll()
         hostedReader = nil
-        connection.close()
+        shared.socket.withLock { socket in
+            socket = nil
+            connection.close()
+        }
         events.finish()
         watchEvents?.finish()
     }
@@ -198,6 +203,7 @@ final class OwnerCore {
     func reader() throws(XSelectionError) -> ReaderCore {
         if let hostedReader { return hostedReader }
         let made = try ReaderCore(connection: connection) { [unowned self] raw in self.handleInPass(raw) }
+        made.interruption = interruption
         hostedReader = made
         return made
     }

@@ -27,6 +27,9 @@ final class ReaderCore {
     /// The first event number of XFixes, when the server has it: each pass
     /// watches its selections change owner, to tell who really answered.
     private var fixesEventBase: Int32? { connection.fixesEventBase }
+    /// What tells a pass waiting for answers that the thread the reader runs
+    /// on was told to stop: it then ends at once (`closed`).
+    var interruption: StopWatch?
     /// Values of earlier passes, by selection and target atom, with the owner
     /// that gave them and their type atom; a selection's are dropped as soon
     /// as XFixes reports a change of its owner (`Options.reusesUnchangedValues`).
@@ -333,7 +336,8 @@ final class ReaderCore {
                     wakeAt = min(deadline, started + patience)
                 }
             }
-            _ = connection.waitReadable(until: wakeAt)
+            let woken = connection.waitReadable(until: wakeAt, extraFD: interruption?.descriptor ?? -1).extra
+            if woken, interruption?.stopRequested() == true { throw .closed(connection.name) }
         }
         // Every write the server made before a first read was reported ahead
         // of that read's reply, which libxcb may have read with the reply:
