@@ -228,11 +228,14 @@ struct RecordJSONParser {
         while position < bytes.count, Self.isWhitespace(bytes[position]) { position += 1 }
     }
 
-    /// The error for the byte at `position`, which does not fit where it is.
+    /// The error for the byte at `position`, outside a string, which does not
+    /// fit where it is: a raw control byte is `control-character` whatever was
+    /// expected there (an unfinished number or literal too), except whitespace,
+    /// which only ends what came before it.
     private func unexpected(_ context: String) -> RecordError {
         guard position < bytes.count else { return RecordError(.malformedJSON("the text ends \(context)")) }
         let byte = bytes[position]
-        if byte < 0x20 { return RecordError(.controlCharacter(offset: position)) }
+        if byte < 0x20, !Self.isWhitespace(byte) { return RecordError(.controlCharacter(offset: position)) }
         let shown = (0x21...0x7E).contains(byte) ? "\"\(Character(Unicode.Scalar(byte)))\"" : "byte 0x" + Self.hex(byte)
         return RecordError(.malformedJSON("unexpected \(shown) at offset \(position) \(context)"))
     }
@@ -376,7 +379,7 @@ struct RecordJSONParser {
     private mutating func escape(into text: inout [UInt8]) throws(RecordError) {
         let start = position
         position += 1
-        guard position < bytes.count else { throw unexpected("inside a string") }
+        guard position < bytes.count else { throw brokenEscape(at: position, escapeAt: start) }
         let simple: UInt8? =
             switch bytes[position] {
             case UInt8(ascii: "\""): UInt8(ascii: "\"")
@@ -394,16 +397,19 @@ struct RecordJSONParser {
             position += 1
             return
         }
-        guard bytes[position] == UInt8(ascii: "u") else { throw RecordError(.invalidEscape(offset: start)) }
+        guard bytes[position] == UInt8(ascii: "u") else { throw brokenEscape(at: position, escapeAt: start) }
         position += 1
         let unit = try hexUnit(escapeAt: start)
         let scalar: Unicode.Scalar?
         switch unit {
         case 0xD800...0xDBFF:
             // A high surrogate stands for a character only with the low one right after it.
-            guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
-                bytes[position + 1] == UInt8(ascii: "u")
-            else { throw RecordError(.invalidEscape(offset: start)) }
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "\\") else {
+                throw brokenEscape(at: position, escapeAt: start)
+            }
+            guard position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "u") else {
+                throw brokenEscape(at: position + 1, escapeAt: start)
+            }
             position += 2
             let low = try hexUnit(escapeAt: start)
             guard (0xDC00...0xDFFF).contains(low) else { throw RecordError(.invalidEscape(offset: start)) }
@@ -419,20 +425,29 @@ struct RecordJSONParser {
 
     /// Four hex digits, either case.
     private mutating func hexUnit(escapeAt start: Int) throws(RecordError) -> UInt32 {
-        guard position + 4 <= bytes.count else { throw RecordError(.invalidEscape(offset: start)) }
         var unit: UInt32 = 0
-        for byte in bytes[position..<position + 4] {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw RecordError(.invalidEscape(offset: start))
-            }
+        for index in position..<position + 4 {
+            let digit: UInt8? =
+                switch index < bytes.count ? bytes[index] : 0 {
+                case let byte where Self.isDigit(byte): byte - UInt8(ascii: "0")
+                case let byte where (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte): byte - UInt8(ascii: "a") + 10
+                case let byte where (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte): byte - UInt8(ascii: "A") + 10
+                default: nil
+                }
+            guard let digit else { throw brokenEscape(at: index, escapeAt: start) }
             unit = unit << 4 | UInt32(digit)
         }
         position += 4
         return unit
+    }
+
+    /// The error for the byte at `index`, which breaks the escape that starts
+    /// at `start`: the end of the text is `malformed-json` and a raw control
+    /// byte `control-character`, as anywhere in a string (docs/PROTOCOL.md §3).
+    private func brokenEscape(at index: Int, escapeAt start: Int) -> RecordError {
+        guard index < bytes.count else { return RecordError(.malformedJSON("the text ends inside an escape")) }
+        if bytes[index] < 0x20 { return RecordError(.controlCharacter(offset: index)) }
+        return RecordError(.invalidEscape(offset: start))
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool {
