@@ -149,7 +149,10 @@ extension Engine {
         }
         switch marker.read() {
         case .success(0):
-            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : .absent, key: key)
+            // A sandbox's own directory, which no reset on the host writes: finding
+            // no marker there, the app cannot know of the user's resets (§6, §9).
+            let none: ResetEvidence.Marker = paths.filesShared ? .absent : .unreadable
+            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : none, key: key)
         case .success(let generation):
             gathered.reset = ResetEvidence(marker: .present(generation), key: key)
         case .failure(let problem):
