@@ -206,12 +206,14 @@ struct Ballots {
         }
 
         // Conflicts: two X clients claiming one app, or a client claiming the
-        // resolving app with an identifier the app does not hold.
+        // resolving app with another identifier than the app's own evidence: its
+        // own live ballot, else its durable ballot, the mirror speaking for it
+        // included (whose record names another app of the vendor).
         let own = liveHeld ?? representatives[app ?? ""]
         var conflicts: [Resolution.Conflict] = []
         for (claimed, group) in claims {
             var parties = group
-            if let own, own.record.app == claimed, group.contains(where: { $0.record.id != own.record.id }) {
+            if let own, claimed == app, group.contains(where: { $0.record.id != own.record.id }) {
                 parties.append(own)
             }
             guard parties.count > 1 else { continue }
