@@ -162,10 +162,14 @@ import Testing
             return Candidate(record, from: try VoteVectorTests.source(entry["source"] as? [String: Any] ?? [:]))
         }
         let held = try (object["held"] as? String).map { try SlotRecord.parse(Data($0.utf8), now: now) }
+        let privateFiles = object["privateFiles"] as? Bool ?? false
+        // §5.1: a mirror read already is among the records in hand only where the files are private.
+        let inHand = candidates.filter { if case .vendorMirror = $0.source { privateFiles } else { true } }
         let resolution = Resolution.resolve(
-            candidates: candidates, local: nil, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
-            app: object["app"] as? String
-        ) { (Identifier.random(), 0) }
+            candidates: inHand, local: nil, held: held, heldIsProvisional: object["heldProvisional"] as? Bool ?? false,
+            keepsFiles: object["keepsFiles"] as? Bool ?? true, privateFiles: privateFiles, app: object["app"] as? String,
+            reset: try VoteVectorTests.reset(object)
+        ) { _ in (Identifier.random(), 0) }
         let outstanding = Set((object["outstanding"] as? [Int] ?? []).map { UInt32($0) })
         let expected = try #require(object["settled"] as? Bool)
         #expect(Resolution.isSettled(resolution, outstanding: outstanding) == expected)

@@ -60,10 +60,12 @@ extension Engine {
             gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
-        let localCandidates = gathered.candidates
-        let reset = gathered.reset
-        durableInHand.candidates.withLock { $0 = (localCandidates, reset) }
+        // The mirror is left out of settling (§5.1): it can only make the durable
+        // tier decide. Not so with private files, where it is part of the app's
+        // own live ballot: the pass then settles only once the mirror is read.
+        if paths.filesShared { durableInHand.hold(gathered) }
         gatherMirror(into: &gathered, now: now)
+        if !paths.filesShared { durableInHand.hold(gathered) }
         selectionPass.wait()
         // Selections first, as if they had been read first: the same order every time.
         selections.withLock { part in
@@ -254,9 +256,16 @@ extension Engine {
 
 }
 
-/// The durable ballots a pass has in hand (the file slots and local cache) and
-/// the user's reset generation, handed from the thread that reads the files to
-/// the one reading selections; nil until the files are read.
+/// The records a pass has in hand besides its selections (the file slots and
+/// local cache, and the mirror where files are private) and the user's reset
+/// evidence, handed from the thread that reads the files to the one reading
+/// selections; nil until the files are read.
 private final class DurableInHand: Sendable {
     let candidates = Mutex<(candidates: [Candidate], reset: ResetEvidence)?>(nil)
+
+    /// Hands over what `gathered` holds so far.
+    func hold(_ gathered: Engine.Gathered) {
+        let held = (gathered.candidates, gathered.reset)
+        candidates.withLock { $0 = held }
+    }
 }
