@@ -126,4 +126,19 @@ import Testing
         let selections = (report["sources"] as? [[String: Any]] ?? []).first { $0["name"] as? String == "selections" }
         #expect(selections?["state"] as? String != "read")
     }
+
+    /// mutter's Xwayland asks for the cookie in its authority file; an app
+    /// without XAUTHORITY is refused, and the server's reason, which ends in a
+    /// newline, is quoted on one line.
+    @Test func anXwaylandThatWantsAuthorizationIsReportedOnOneLine() throws {
+        let mutter = try PrivateCompositor.forTest(.mutter)
+        defer { mutter.stop() }
+        let session = try TestSession(display: mutter.display)
+        let report = try session.report("com.acme.notes", Self.none)
+        let notes = report["environment"] as? [[String: Any]] ?? []
+        #expect(notes.compactMap { $0["code"] as? String } == ["x-unreachable"], "\(notes)")
+        let detail = notes.first?["detail"] as? String ?? ""
+        #expect(detail.contains("refused the connection (") && detail.contains("authorization"), "\(detail)")
+        #expect(!detail.contains("\n"), "\(detail)")
+    }
 }
