@@ -460,7 +460,7 @@ extension Report {
             app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot, origin: origin,
             decidedBy: decidedBy, votes: votes, agreeing: agreeing, disagreeing: disagreeing, ignored: ignored,
             conflicts: conflicts, replaced: replaced, sources: sources, rejected: rejected, repairs: repairs,
-            mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, environment: environment)
+            mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, mirrorDetail: mirrorDetail, environment: environment)
     }
 }
 

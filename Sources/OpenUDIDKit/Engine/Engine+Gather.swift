@@ -17,6 +17,7 @@ extension Engine {
         var mirrorRead: StoreRead?
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
+        var mirrorDetail: String?
         var held: SlotRecord?
         /// The X clients whose answers were spoiled by another client's writes
         /// (docs/PROTOCOL.md §5): each may have a ballot no one could read.
@@ -219,6 +220,7 @@ extension Engine {
             return
         }
         gathered.mirrorName = mirror.name
+        gathered.mirrorDetail = (mirror as? FileVendorMirror)?.passedOver.map { "the Secret Service was passed over: \($0)" }
         let read = place.read()
         gathered.mirrorRead = read
         switch read {
