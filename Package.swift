@@ -41,8 +41,8 @@ let package = Package(
         // alone (libopenudid) does not link libX11.
         .systemLibrary(
             name: "CX11",
-            pkgConfig: "xcb xcb-xfixes",
-            providers: [.apt(["libxcb1-dev", "libxcb-xfixes0-dev", "libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
+            pkgConfig: "xcb xcb-xfixes xau",
+            providers: [.apt(["libxcb1-dev", "libxcb-xfixes0-dev", "libxau-dev", "libx11-dev", "libxfixes-dev", "libx11-xcb-dev"])]
         ),
         // The few GLib, GIO and libsecret types and constants OpenUDIDKit uses,
         // declared in the project's own shim.h, and nothing to link: OpenUDIDKit
@@ -50,11 +50,15 @@ let package = Package(
         // so neither their headers nor their libraries are needed to build.
         .target(name: "CLibSecret"),
 
+        // Where outside input enters: the one funnel for file-system calls, and
+        // the gates every byte from files and servers passes before it is used.
+        .target(name: "InputGate"),
+
         // General ICCCM selections: owner, reader, watcher.
-        .target(name: "XSelection", dependencies: ["CX11"]),
+        .target(name: "XSelection", dependencies: ["CX11", "InputGate"]),
 
         // The identifier: records, sources, resolution, API.
-        .target(name: "OpenUDIDKit", dependencies: ["XSelection", "CLibSecret"]),
+        .target(name: "OpenUDIDKit", dependencies: ["XSelection", "InputGate", "CLibSecret"]),
 
         // The one argument parser of every program here: options as data, generated help.
         .target(name: "CommandLineKit"),
@@ -117,7 +121,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenUDIDTests",
-            dependencies: ["OpenUDIDKit", "TestSupport", "openudid", "xselection-helper"]
+            dependencies: ["OpenUDIDKit", "InputGate", "TestSupport", "openudid", "xselection-helper"]
         ),
         // A client of the public API alone: it declares types named like the
         // library's, and holds the README's example, so both must compile.

@@ -4,6 +4,7 @@
 #include <xcb/xcb.h>
 #include <xcb/xcbext.h>
 #include <xcb/xfixes.h>
+#include <X11/Xauth.h>
 
 /// The XFixes extension's descriptor, which libxcb caches per connection
 /// (a global variable, reached through a function so Swift sees no mutable global).

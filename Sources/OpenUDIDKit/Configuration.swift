@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// Where the per-vendor mirror lives.
 public enum MirrorChoice: Sendable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 extension OpenUDID {
     /// Everything the library ever wrote for this user, and whether it was removed.

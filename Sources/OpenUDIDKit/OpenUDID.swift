@@ -75,7 +75,7 @@ public final class OpenUDID: Sendable {
         if !refresh, let report = cached.withLock({ $0 }) { return report }
         return resolving.withLock { _ in
             if !refresh, let report = cached.withLock({ $0 }) { return report }
-            let report = engine.resolve(slot: nil, held: cached.withLock { $0 }.flatMap(\.heldRecord))
+            let report = engine.resolve(slot: nil, after: cached.withLock { $0 })
             cached.withLock { $0 = report }
             return report
         }

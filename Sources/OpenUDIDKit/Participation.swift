@@ -321,7 +321,7 @@ final class ParticipationCore: @unchecked Sendable {
     private func resolveAndPublish() {
         guard !stopped else { return }
         let previous = report?.identifier
-        var fresh = udid.exclusively { engine.resolve(slot: slot, held: report?.heldRecord) }
+        var fresh = udid.exclusively { engine.resolve(slot: slot, after: report) }
         // Without files there is no file lock to serialise generating: apps
         // started at once from nothing would each publish an identifier of
         // their own and, with every tie going to the value an app holds, stay
@@ -329,7 +329,7 @@ final class ParticipationCore: @unchecked Sendable {
         var generationLock: SelectionName?
         if fresh.origin == .generated, !udid.configuration.usesFiles, let lock = takeGenerationLock() {
             generationLock = lock
-            fresh = udid.exclusively { engine.resolve(slot: slot, held: report?.heldRecord) }
+            fresh = udid.exclusively { engine.resolve(slot: slot, after: report) }
         }
         if fresh.optOut == .noConsent {
             // Without the user's consent nothing is published: give up the slot.
@@ -456,11 +456,9 @@ extension Report {
 
     /// The same report, naming `slot` as the app's selection slot.
     func with(slot: Int?) -> Report {
-        Report(
-            app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot, origin: origin,
-            decidedBy: decidedBy, votes: votes, agreeing: agreeing, disagreeing: disagreeing, ignored: ignored,
-            conflicts: conflicts, replaced: replaced, sources: sources, rejected: rejected, repairs: repairs,
-            mirrorStore: mirrorStore, mirrorRecord: mirrorRecord, mirrorDetail: mirrorDetail, environment: environment)
+        var report = self
+        report.slot = slot
+        return report
     }
 }
 

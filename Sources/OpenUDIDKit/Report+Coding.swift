@@ -3,7 +3,7 @@ import Glibc
 
 extension Report: Codable {
     private enum CodingKeys: String, CodingKey {
-        case id, appScoped, app, vendor, optedOut, born, generation, slot, origin, decidedBy, votes, agreeing, disagreeing,
+        case id, appScoped, app, vendor, optedOut, born, generation, slot, origin, provisional, decidedBy, votes, agreeing, disagreeing,
             ignored, conflicts, replaced, disagreement, sources, rejected, repairs, mirror, environment
     }
 
@@ -50,6 +50,7 @@ extension Report: Codable {
         try container.encode(generation, forKey: .generation)
         try container.encode(slot, forKey: .slot)
         try container.encode(origin, forKey: .origin)
+        try container.encode(provisional, forKey: .provisional)
         try container.encode(decidedBy, forKey: .decidedBy)
         try container.encode(votes, forKey: .votes)
         try container.encode(agreeing, forKey: .agreeing)
@@ -69,8 +70,9 @@ extension Report: Codable {
     }
 
     /// Reads a report back from its JSON. `appScoped` and `disagreement` follow
-    /// from the other keys and are not read; a missing `generation` is 0 and a
-    /// missing `environment` empty, as in reports of versions before them.
+    /// from the other keys and are not read; a missing `generation` is 0, a
+    /// missing `provisional` false and a missing `environment` empty, as in
+    /// reports of versions before them.
     ///
     /// - Throws: `DecodingError` when a key is missing, or a value is not one §12 allows.
     public init(from decoder: any Decoder) throws {
@@ -88,6 +90,7 @@ extension Report: Codable {
         generation = try container.decodeIfPresent(Int64.self, forKey: .generation) ?? 0
         slot = try container.decodeIfPresent(Int.self, forKey: .slot)
         origin = try container.decode(Origin.self, forKey: .origin)
+        provisional = try container.decodeIfPresent(Bool.self, forKey: .provisional) ?? false
         decidedBy = try container.decodeIfPresent(Tier.self, forKey: .decidedBy)
         votes = try container.decode([Vote].self, forKey: .votes)
         agreeing = try container.decode([Ballot].self, forKey: .agreeing)

@@ -343,9 +343,14 @@ public struct Report: Sendable, Hashable {
     /// Why the app reports the all-zero identifier (`optedOut`), or nil.
     public let optOut: OptOut?
     /// The selection slot this app serves, when it participates.
-    public let slot: Int?
+    public internal(set) var slot: Int?
     /// How the identifier came about.
     public let origin: Origin
+    /// Whether the identifier is only a guess until other apps confirm it: it
+    /// was generated while spoiled answers left the live vote undecided, and is
+    /// kept out of every durable place until a decided vote takes it or
+    /// replaces it (docs/PROTOCOL.md §6.4).
+    public let provisional: Bool
     /// The tier whose ballots decided, or nil when nobody voted.
     public let decidedBy: Tier?
     /// Every identifier that received votes, the winner first.
@@ -407,7 +412,8 @@ extension Report {
     ) {
         self.init(
             app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot,
-            origin: resolution.map { Origin($0.origin) } ?? .optedOut, decidedBy: resolution?.decidedBy.map(Tier.init),
+            origin: resolution.map { Origin($0.origin) } ?? .optedOut, provisional: resolution?.provisional ?? false,
+            decidedBy: resolution?.decidedBy.map(Tier.init),
             votes: resolution?.tally.map { Vote(identifier: $0.identifier, votes: $0.votes, born: $0.born) } ?? [],
             agreeing: resolution?.agreeing.map(Ballot.init) ?? [], disagreeing: resolution?.disagreeing.map(Ballot.init) ?? [],
             ignored: resolution?.ignored.map {

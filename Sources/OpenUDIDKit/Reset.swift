@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 extension OpenUDID {
     /// What a user reset did (`User.reset()`).

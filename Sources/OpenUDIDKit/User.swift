@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 extension OpenUDID {
     /// The operations that act for the user across apps: opting out for every

@@ -79,15 +79,13 @@ final class WatcherCore {
     var stopRequested = false
     private let selections: [SelectionName]
     private let events: AsyncStream<SelectionWatcher.Event>.Continuation
-    private let eventBase: Int32
     private var names: [UInt: SelectionName] = [:]
 
     init(display: String?, selections: [SelectionName], events: AsyncStream<SelectionWatcher.Event>.Continuation) throws(XSelectionError) {
         connection = try Connection(name: display)
         self.selections = selections
         self.events = events
-        guard let eventBase = try connection.setUpFixes() else { throw .missingFixes(connection.name) }
-        self.eventBase = eventBase
+        guard try connection.setUpFixes() != nil else { throw .missingFixes(connection.name) }
     }
 
     /// Subscribes to every selection, then reads the current owners.
@@ -120,25 +118,10 @@ final class WatcherCore {
     }
 
     private func handle(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) {
-        // From the server alone: any client may send an event to the root window.
-        guard Int32(raw.pointee.response_type) == eventBase + XCB_XFIXES_SELECTION_NOTIFY else { return }
-        let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
-        guard let name = names[UInt(notify.selection)] else { return }
-        let change: SelectionWatcher.Change
-        switch UInt32(notify.subtype) {
-        case XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue:
-            let owner = UInt(notify.owner)
-            change = .newOwner(
-                owner == 0
-                    ? nil
-                    : SelectionHolder(
-                        window: XWindow(UInt32(truncatingIfNeeded: owner)),
-                        client: connection.client(of: owner)))
-        case XCB_XFIXES_SELECTION_EVENT_SELECTION_WINDOW_DESTROY.rawValue:
-            change = .ownerWindowDestroyed
-        default:
-            change = .ownerClientClosed
+        // The gate keeps the server's reports alone: any client may send an event to the root window.
+        guard case .ownerChange(let selection, let change, let time, _)? = connection.event(raw), let name = names[selection] else {
+            return
         }
-        events.yield(.changed(name, change, time: XTimestamp(UInt32(truncatingIfNeeded: notify.timestamp))))
+        events.yield(.changed(name, change, time: XTimestamp(UInt32(truncatingIfNeeded: time))))
     }
 }

@@ -72,6 +72,13 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
         )
     }
 
+    static func malformedSetUp(_ display: String, _ problem: String) -> XSelectionError {
+        XSelectionError(
+            .cannotOpen, display: display,
+            "cannot open X display \"\(display)\": what answered there sent a malformed connection set-up (\(problem)), so it is not used; check DISPLAY"
+        )
+    }
+
     static func setUpTimedOut(_ display: String, after limit: Duration) -> XSelectionError {
         XSelectionError(
             .timedOut, display: display,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import InputGate
 import Testing
 
 @testable import OpenUDIDKit

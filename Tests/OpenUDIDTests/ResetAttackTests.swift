@@ -140,11 +140,56 @@ import Testing
         #expect(try session.run(["reset"]).status == 0)
         let paths = try StoragePaths(environment: session.environment, namespace: session.namespace)
         let marker = ResetMarker(paths: paths)
-        let key = try #require(marker.key(for: 1), "the reset wrote its key")
+        guard case .read(let key) = marker.key().key, key.generation == 1 else {
+            Issue.record("the reset wrote no key of generation 1: \(marker.key())")
+            return
+        }
         let report = try session.report("com.acme.notes", files)
         let born = try #require(report["born"] as? Int64)
         #expect(report["id"] as? String == key.identifier(born: born).hex)
         #expect(report["origin"] as? String == "generated")
+    }
+}
+
+extension ResetAttackTests {
+    /// What stands at the reset key after the reset, in place of its key.
+    enum UnusableKey: String, CaseIterable, Sendable {
+        case fifo, symbolicLink, oneGigabyte, otherGeneration
+    }
+
+    /// A reset key that exists but cannot be used is unknown, not absent: a
+    /// display client's record of the new generation then casts no ballot, and
+    /// a fresh file-backed app neither takes it nor writes it to its files.
+    @Test(arguments: UnusableKey.allCases)
+    func aResetKeyThatCannotBeUsedLetsNoDisplayClientsRecordCount(_ kind: UnusableKey) throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let files = ["--mirror", "none"]
+        _ = try session.get("com.acme.notes", files)
+        #expect(try session.run(["reset"]).status == 0)
+        let path = try StoragePaths(environment: session.environment, namespace: session.namespace).resetKey
+        let key = try String(contentsOfFile: path, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: path)
+        switch kind {
+        case .fifo:
+            #expect(mkfifo(path, 0o600) == 0)
+        case .symbolicLink:
+            try Data(key.utf8).write(to: URL(fileURLWithPath: path + ".real"))
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: path + ".real")
+        case .oneGigabyte:
+            #expect(FileManager.default.createFile(atPath: path, contents: nil))
+            #expect(truncate(path, 1 << 30) == 0)
+        case .otherGeneration:
+            try Data(("7" + key.drop { $0 != " " }).utf8).write(to: URL(fileURLWithPath: path))
+        }
+
+        let (client, served) = try Self.startClient(session, .newIdentifierOfTheNextGeneration, old: "")
+        defer { client.signal(SIGKILL) }
+        let report = try session.report("org.fresh.app", files)
+        #expect(report["id"] as? String != served, "the fresh app took the display client's identifier")
+        #expect(report["generation"] as? Int == 1)
+        let named = report.rejections.filter { $0.place == path }
+        #expect(named.count == 1 && named[0].reason.contains("the key is unknown"), "\(report.rejections)")
+        #expect(!VoteAttackTests.fileSlot(session, "org.fresh.app").contains(served))
     }
 }
 

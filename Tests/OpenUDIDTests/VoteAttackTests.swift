@@ -245,6 +245,39 @@ import Testing
         #expect(late.current != forgery)
     }
 
+    /// File-backed apps that share only the display with the others (each its
+    /// own data directory, as a Flatpak app without the openudid directory),
+    /// started while a spoiler hides the honest answers: the live vote is
+    /// undecided, and what each generates is provisional, kept out of its files.
+    /// Once the spoiler is gone they all take the honest majority's identifier:
+    /// nothing they wrote meanwhile outranks it.
+    @Test func appsStartedWhileASpoilerRunsEndOnTheHonestIdentifier() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        let (participants, honest, spoiler, forgery) = try Self.hostileInSlotZero(
+            session, behavior: "spoil-others", app: "com.forge.spoiler")
+        defer { participants.forEach { $0.stop() } }
+        defer { spoiler.signal(SIGKILL) }
+
+        let late = try (0..<5).map { index in
+            try TestSession(display: SharedDisplay.display, namespace: session.namespace).serve("org.late.app\(index)", Self.files)
+        }
+        defer { late.forEach { $0.stop() } }
+        for app in late {
+            #expect(app.current != forgery, "\(app.app) took the spoiler's identifier")
+        }
+        let undecided = try TestSession(display: SharedDisplay.display, namespace: session.namespace).report("org.late.reader", Self.files)
+        if (undecided["rejected"] as? [[String: Any]] ?? []).contains(where: { $0["code"] as? String == "undecided" }) {
+            #expect(undecided["provisional"] as? Bool == true, "\(undecided)")
+            #expect(undecided.repair("file-slot")?.outcome == "skipped", "\(undecided)")
+        }
+
+        spoiler.signal(SIGKILL)
+        #expect(
+            eventually(timeout: 20) { late.allSatisfy { $0.current == honest } },
+            "after the spoiler: \(late.map { "\($0.app)=\($0.current ?? "-")" }), the majority's \(honest)")
+        Self.expectNoneMoves(participants + late, from: honest)
+    }
+
     @Test func ninetySevenStalledINCRClientsMakeNoSelectionOnlyAppForget() throws {
         let session = try TestSession(display: SharedDisplay.display)
         let apps = ["com.acme.notes", "com.acme.photos", "org.indie.chess"]

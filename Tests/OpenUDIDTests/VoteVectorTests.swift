@@ -48,11 +48,12 @@ import Testing
         let policy: ResolutionPolicy = object["policy"] as? String == "keep-local" ? .keepLocal : .followConsensus
         let reset = try Self.reset(object)
         let resolution = Resolution.resolve(
-            candidates: candidates, local: local, held: held, keepsFiles: object["keepsFiles"] as? Bool ?? true,
-            policy: policy, app: object["app"] as? String, reset: reset
+            candidates: candidates, local: local, held: held, heldIsProvisional: object["heldProvisional"] as? Bool ?? false,
+            keepsFiles: object["keepsFiles"] as? Bool ?? true, policy: policy, app: object["app"] as? String, reset: reset,
+            unknownClients: Set((object["spoiled"] as? [Int] ?? []).map { UInt32($0) })
         ) { generation in
             // With the reset's key, a generated identifier is the one bound to it.
-            guard let key = reset.key, key.generation == generation else { return (freshID, freshBorn) }
+            guard let key = reset.key(of: generation) else { return (freshID, freshBorn) }
             return (key.identifier(born: freshBorn), freshBorn)
         }
 
@@ -79,10 +80,14 @@ import Testing
         }
         #expect(reasons == expect["reasons"] as? [String: String])
         #expect(resolution.conflicts.map(\.app) == expect["conflicts"] as? [String])
+        #expect(resolution.undecided == expect["undecided"] as? Bool ?? false)
+        #expect(resolution.provisional == expect["provisional"] as? Bool ?? false)
     }
 
     /// The case's reset evidence: `resetGeneration` (a marker that names it),
-    /// `marker` (`absent`, `present` or `unreadable`) and `resetKey` (64 hex digits).
+    /// `marker` (`absent`, `present` or `unreadable`), `resetKey` (64 hex
+    /// digits, or `unusable`) and `resetKeyGeneration` (the generation the key
+    /// file names, `resetGeneration` by default).
     static func reset(_ object: [String: Any]) throws -> ResetEvidence {
         let generation = object["resetGeneration"] as? Int64 ?? 0
         let marker: ResetEvidence.Marker
@@ -93,12 +98,14 @@ import Testing
         case let other: throw VectorError(description: "unknown marker \(other)")
         }
         guard let hex = object["resetKey"] as? String else { return ResetEvidence(marker: marker) }
+        guard hex != "unusable" else { return ResetEvidence(marker: marker, key: .unusable) }
         let bytes = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
             let start = hex.index(hex.startIndex, offsetBy: offset)
             return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)
         }
-        let key = try #require(ResetKey(generation: generation, bytes: bytes), "resetKey must be 64 hex digits")
-        return ResetEvidence(marker: marker, key: key)
+        let named = object["resetKeyGeneration"] as? Int64 ?? generation
+        let key = try #require(ResetKey(generation: named, bytes: bytes), "resetKey must be 64 hex digits")
+        return ResetEvidence(marker: marker, key: .read(key))
     }
 
     static func source(_ object: [String: Any]) throws -> Candidate.Source {

@@ -162,3 +162,28 @@ import Testing
         #expect(Authority.cookie(in: Array(file.dropLast(3)), for: .local("there"), number: "7") == nil)
     }
 }
+
+/// The authority file passes the file gate: only a regular file is read, a
+/// link is followed to one, and a refusal says what stood there.
+@Suite struct AuthorityFileTests {
+    @Test func aFIFOADirectoryAndAnOversizedFileAreRefusedByNameAndALinkIsFollowed() throws {
+        let directory = NSTemporaryDirectory() + "authority-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let deadline = ContinuousClock.now + .seconds(2)
+        func lookUp(_ path: String) -> (cookie: Authority.Cookie?, problem: String?) {
+            Authority.cookie(for: .local("here"), number: "0", deadline: deadline, environment: ["XAUTHORITY": path])
+        }
+        #expect(mkfifo(directory + "/fifo", 0o600) == 0)
+        #expect(lookUp(directory + "/fifo").problem?.contains("(a FIFO stands there)") == true)
+        #expect(lookUp(directory).problem?.contains("(a directory stands there)") == true)
+        #expect(FileManager.default.createFile(atPath: directory + "/big", contents: Data(count: Authority.fileLimit + 1)))
+        #expect(lookUp(directory + "/big").problem?.contains("over the \(Authority.fileLimit)-byte cap") == true)
+
+        let entry: [UInt8] = [1, 0] + [0, 4] + Array("here".utf8) + [0, 1, 0x30] + [0, 18] + Array("MIT-MAGIC-COOKIE-1".utf8) + [0, 2, 7, 9]
+        #expect(FileManager.default.createFile(atPath: directory + "/real", contents: Data(entry)))
+        try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: directory + "/real")
+        #expect(lookUp(directory + "/link").cookie?.data == [7, 9])
+        #expect(lookUp(directory + "/absent").problem == "\(directory)/absent does not exist")
+    }
+}

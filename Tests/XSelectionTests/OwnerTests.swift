@@ -141,6 +141,30 @@ import Testing
         #expect(await watch.next(timeout: .milliseconds(300)) == .timedOut)
     }
 
+    /// An owner claims with the time of the server's notice of its own
+    /// property change. Notices another client sends its window, with a time
+    /// far ahead that the server would refuse a claim at, are not taken for it:
+    /// every claim made while they pour in holds.
+    @Test func forgedTimestampNoticesDoNotTimeAClaim() throws {
+        let owner = try SelectionOwner(display: display)
+        let forger = try ChildProcess(
+            Tools.product("xselection-helper").path,
+            ["forge", "--event", "timestamp", "--window", "\(owner.window.rawValue)", "--count", "200000"],
+            environment: ["DISPLAY": display])
+        defer { forger.kill9() }
+        var claims = 0
+        while forger.isRunning || claims < 20 {
+            let result = try owner.claim(SelectionName("_T_OWNER_FORGED_TIME_\(claims % 4)"), payloads: [text("mine")])
+            guard case .claimed(let since) = result else {
+                Issue.record("claim \(claims): \(result)")
+                break
+            }
+            #expect(since != XTimestamp(0xF000_0000), "claim \(claims) took the forged time")
+            claims += 1
+        }
+        #expect(forger.exitStatus == 0, "\(forger.standardError)")
+    }
+
     @Test func newPayloadsTakeEffectWithoutReclaiming() throws {
         let owner = try SelectionOwner(display: display)
         try owner.claim("_T_OWNER_UPDATE", payloads: [text("before")])

@@ -19,6 +19,8 @@ extension Engine {
         var mirrorName: String?
         var mirrorDetail: String?
         var held: SlotRecord?
+        /// Whether `held` is provisional (§6.4): a live ballot, standing for no stored copy.
+        var heldIsProvisional = false
         /// The X clients whose answers were spoiled by another client's writes
         /// (docs/PROTOCOL.md §5): each may have a ballot no one could read.
         var spoiledClients: Set<UInt32> = []
@@ -30,7 +32,7 @@ extension Engine {
 
     /// Reads every source. `held` is the app's value from its last resolution,
     /// which the selection pass needs to know when it may settle early.
-    func gather(now: Date, held: SlotRecord? = nil) -> Gathered {
+    func gather(now: Date, held: SlotRecord? = nil, heldIsProvisional: Bool = false) -> Gathered {
         // The selection pass spends most of its time waiting for other processes
         // to answer; the files and the mirror are read meanwhile, not after it.
         // The pass may end early once the ballots in hand settle the vote, and
@@ -38,7 +40,7 @@ extension Engine {
         let selections = Mutex<(candidates: [Candidate], rejected: [Rejection], sources: [SourceStatus], spoiled: Set<UInt32>)>(
             ([], [], [], []))
         let durableInHand = DurableInHand()
-        let settled = settlement(durableInHand: durableInHand, held: held, now: now)
+        let settled = settlement(durableInHand: durableInHand, held: held, heldIsProvisional: heldIsProvisional, now: now)
         let selectionPass = Spawned { [self] in
             var part = Gathered()
             gatherSelections(into: &part, now: now, settled: settled)
@@ -79,7 +81,7 @@ extension Engine {
     /// still owe an answer (`Resolution.isSettled`). Nothing is settled before
     /// the files are read: a durable ballot there may be what settles it.
     private func settlement(
-        durableInHand: DurableInHand, held: SlotRecord?, now: Date
+        durableInHand: DurableInHand, held: SlotRecord?, heldIsProvisional: Bool, now: Date
     ) -> @Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool {
         let keepsFiles = configuration.usesFiles
         let policy = configuration.policy
@@ -87,7 +89,8 @@ extension Engine {
         return { readings, outstanding in
             guard let durable = durableInHand.candidates.withLock({ $0 }) else { return false }
             let resolution = Resolution.resolve(
-                candidates: durable.candidates + readings.compactMap(\.candidate), local: nil, held: held, keepsFiles: keepsFiles,
+                candidates: durable.candidates + readings.compactMap(\.candidate), local: nil, held: held,
+                heldIsProvisional: heldIsProvisional, keepsFiles: keepsFiles,
                 policy: policy, app: app, reset: durable.reset
             ) { _ in (Identifier.random(), Milliseconds.since1970(now)) }
             return Resolution.isSettled(resolution, outstanding: outstanding)
@@ -139,13 +142,18 @@ extension Engine {
     /// still supersede older ones.
     private func gatherResetGeneration(into gathered: inout Gathered) {
         let marker = ResetMarker(paths: paths, fileSystem: fileSystem)
+        let (key, problem) = marker.key()
+        if let problem {
+            gathered.rejected.append(
+                Rejection(marker.keyPath, problem + "; the key is unknown, so no selection of its generation casts a ballot"))
+        }
         switch marker.read() {
         case .success(0):
-            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : .absent)
+            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : .absent, key: key)
         case .success(let generation):
-            gathered.reset = ResetEvidence(marker: .present(generation), key: marker.key(for: generation))
+            gathered.reset = ResetEvidence(marker: .present(generation), key: key)
         case .failure(let problem):
-            gathered.reset = ResetEvidence(marker: .unreadable)
+            gathered.reset = ResetEvidence(marker: .unreadable, key: key)
             gathered.rejected.append(Rejection(marker.path, problem.message))
         }
     }

@@ -8,37 +8,42 @@ extension Engine {
     ///
     /// - Parameters:
     ///   - slot: The selection slot this app serves, if it participates (for the report).
-    ///   - held: The identifier this app holds from its last resolution, if any:
-    ///     its own ballot where no stored copy of its own answers, so that an
+    ///   - previous: This app's last resolution, if any: the identifier it holds
+    ///     is its own ballot where no stored copy of its own answers, so that an
     ///     unreadable slot or a lost X server never makes it forget.
-    func resolve(slot: Int?, held: SlotRecord? = nil) -> Report {
+    func resolve(slot: Int?, after previous: Report? = nil) -> Report {
         let now = Date()
         if configuration.requiresConsent, !hasConsent {
             return noConsentReport()
         }
-        var gathered = gather(now: now, held: held)
+        let held = previous?.heldRecord
+        var gathered = gather(now: now, held: held, heldIsProvisional: previous?.provisional ?? false)
         if let optOut = currentOptOut(gathered) {
             return optedOutReport(optOut, gathered: gathered, slot: slot, now: now)
         }
         gathered.held = held
+        gathered.heldIsProvisional = previous?.provisional ?? false
         var resolution = vote(gathered, now: now)
-        // A spoiled answer is an unknown ballot, not a lost one: the live tier
-        // decides only if the winner would win whatever the spoiled clients
-        // voted, as it settles early against silent ones (§5.1). Otherwise a
-        // client that spoils the honest answers and serves its own would be
-        // the only live ballot left, and every app that starts later would
-        // take its identifier. Without the selections the app keeps its own
-        // value or generates one, and reads the slots again as usual.
-        if resolution.decidedBy == .live, !Resolution.isSettled(resolution, outstanding: gathered.spoiledClients) {
-            let selections = gathered.candidates.filter { if case .selection = $0.source { true } else { false } }
-            gathered.candidates.removeAll { if case .selection = $0.source { true } else { false } }
+        // A spoiled answer is an unknown ballot, not a lost one (§6.3 item 6):
+        // a client that spoils the honest answers and serves its own would
+        // otherwise be the only live ballot left, and every app that starts
+        // later would take its identifier. The app keeps its own value or
+        // generates a provisional one, and reads the slots again as usual.
+        if case .read(let key) = gathered.reset.key, resolution.generation > 0, key.generation != resolution.generation {
+            gathered.rejected.append(
+                Rejection(
+                    paths.resetKey,
+                    "\(quoted(paths.resetKey)) holds the key of generation \(key.generation), not of the current generation "
+                        + "\(resolution.generation); the key is unknown, so no selection of its generation casts a ballot"))
+        }
+        if resolution.undecided {
+            let selections = gathered.candidates.count { if case .selection = $0.source { true } else { false } }
             gathered.rejected.append(
                 Rejection(
                     "selections",
                     "the live vote is not decided: \(gathered.spoiledClients.count) X client(s) had their answers spoiled by another "
-                        + "client, and could outvote the \(selections.count) record(s) read; they cast no ballot in this resolution",
+                        + "client, and could outvote the \(selections) record(s) read; they cast no ballot in this resolution",
                     code: "undecided"))
-            resolution = vote(gathered, now: now)
         }
 
         // Apps started at once from nothing would each generate an identifier of
@@ -47,8 +52,10 @@ extension Engine {
         // they are still empty, and keeps the lock until its copies are written.
         var generationLock: FileLock?
         defer { generationLock?.release() }
-        let acquired = resolution.origin == .generated && configuration.usesFiles ? takeGenerationLock(gathered: &gathered, now: now) : nil
-        if acquired == nil, resolution.origin == .generated, configuration.usesFiles {
+        // A provisional identifier is written nowhere durable, so there is nothing to serialise.
+        let generates = resolution.origin == .generated && !resolution.provisional && configuration.usesFiles
+        let acquired = generates ? takeGenerationLock(gathered: &gathered, now: now) : nil
+        if acquired == nil, generates {
             // Another app generated while this one waited: its record decides.
             resolution = vote(gathered, now: now)
         }
@@ -62,9 +69,6 @@ extension Engine {
             if resolution.origin != .generated { lock.release() }
         }
 
-        let record = SlotRecord(
-            id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
-            written: Milliseconds.since1970(now), optOut: false, generation: resolution.generation)
         var pending: [PendingRepair] = []
         if configuration.usesFiles {
             pending.append(PendingRepair(place: localCachePlace, current: localCacheRead(gathered.local)))
@@ -76,7 +80,14 @@ extension Engine {
             // app of a vendor rewrite it (an fsync, or a keyring write) on every resolution.
             pending.append(PendingRepair(place: mirrorPlace, current: read, ignoringWriter: true))
         }
-        let repairs = repair(pending, record: record, now: now)
+        let repairs: [Repair]
+        if let record = DurableRecord(resolution, app: app, now: now) {
+            repairs = repair(pending, record: record, now: now)
+        } else {
+            let why =
+                "the identifier is provisional (generated while the live vote was undecided), so it is kept out of every durable place"
+            repairs = pending.map { .skipped($0.place.kind, why) }
+        }
         return Report(
             app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
             sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
@@ -137,14 +148,14 @@ extension Engine {
     private func vote(_ gathered: Gathered, now: Date) -> Resolution {
         let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
         return Resolution.resolve(
-            candidates: gathered.candidates, local: local, held: gathered.held,
+            candidates: gathered.candidates, local: local, held: gathered.held, heldIsProvisional: gathered.heldIsProvisional,
             keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id,
-            reset: gathered.reset
+            reset: gathered.reset, unknownClients: gathered.spoiledClients
         ) { generation in
             // After a reset whose key is known, the new identifier is bound to it,
             // so that every app can tell it from one a display client made up.
             let born = Milliseconds.since1970(now)
-            guard let key = gathered.reset.key, key.generation == generation else { return (Identifier.random(), born) }
+            guard let key = gathered.reset.key(of: generation) else { return (Identifier.random(), born) }
             return (key.identifier(born: born), born)
         }
     }

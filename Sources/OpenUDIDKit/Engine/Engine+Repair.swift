@@ -3,6 +3,30 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
+/// A record the app may write to its durable places: its file slot, its local
+/// cache, its vendor's mirror. It is made only from a decided resolution (or
+/// the app's opt-out), so no call site can put a provisional identifier where
+/// it would outrank a later decided majority (docs/PROTOCOL.md §6.4).
+struct DurableRecord {
+    let record: SlotRecord
+
+    /// The record of `resolution`'s identifier, written by `app` at `now`; nil when it is provisional.
+    init?(_ resolution: Resolution, app: AppIdentity, now: Date) {
+        guard !resolution.provisional else { return nil }
+        record = SlotRecord(
+            id: resolution.identifier, app: app.id, vendor: app.vendor, born: resolution.born,
+            written: Milliseconds.since1970(now), optOut: false, generation: resolution.generation)
+    }
+
+    /// The opted-out record `app` publishes at `now`: a choice, never a guess.
+    init(optedOut app: AppIdentity, generation: Int64, now: Date) {
+        let milliseconds = Milliseconds.since1970(now)
+        record = SlotRecord(
+            id: .optedOut, app: app.id, vendor: app.vendor, born: milliseconds, written: milliseconds, optOut: true,
+            generation: generation)
+    }
+}
+
 extension Engine {
     func localCacheRead(_ content: LocalCache.Content) -> StoreRead {
         switch content {
@@ -21,8 +45,9 @@ extension Engine {
     ///   - ignoringWriter: Whether a copy written by another app counts as the same
     ///     (the vendor's mirror, which is not one app's).
     func repair(
-        _ place: any RecordPlace, current: StoreRead, record: SlotRecord, ignoringWriter: Bool = false, now: Date
+        _ place: any RecordPlace, current: StoreRead, record durable: DurableRecord, ignoringWriter: Bool = false, now: Date
     ) -> Repair {
+        let record = durable.record
         switch current {
         case .found(let bytes):
             if Self.holds(bytes, record, ignoringWriter: ignoringWriter) { return .unchanged(place.kind) }
@@ -69,10 +94,10 @@ extension Engine {
     /// is a separate file (or the keyring), and each write still flushes its file
     /// and its directory before this returns, but the flushes overlap instead of
     /// queueing, which is most of a new app's first resolution on a busy disk.
-    func repair(_ pending: [PendingRepair], record: SlotRecord, now: Date) -> [Repair] {
+    func repair(_ pending: [PendingRepair], record: DurableRecord, now: Date) -> [Repair] {
         let writes = pending.filter { entry in
             switch entry.current {
-            case .found(let bytes): !Self.holds(bytes, record, ignoringWriter: entry.ignoringWriter)
+            case .found(let bytes): !Self.holds(bytes, record.record, ignoringWriter: entry.ignoringWriter)
             case .absent: true
             case .unavailable(let problem): problem.kind == .corrupt
             }
@@ -92,10 +117,7 @@ extension Engine {
     func optedOutReport(_ optOut: OptOut, gathered: Gathered, slot: Int?, now: Date) -> Report {
         // An opted-out app publishes that it opted out, so others do not count
         // a stale value for it; its local cache and the mirror are left alone.
-        let milliseconds = Milliseconds.since1970(now)
-        let record = SlotRecord(
-            id: .optedOut, app: app.id, vendor: app.vendor, born: milliseconds, written: milliseconds, optOut: true,
-            generation: gathered.resetGeneration)
+        let record = DurableRecord(optedOut: app, generation: gathered.resetGeneration, now: now)
         let repairs = configuration.usesFiles ? [repair(fileSlot, current: gathered.ownFileSlot, record: record, now: now)] : []
         return Report(
             app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,

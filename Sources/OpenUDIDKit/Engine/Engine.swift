@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 import Synchronization
 import XSelection
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// The fallback slots: one file per app in a shared directory.
 ///

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// Small files read and replaced safely in directories other processes can write to.
 ///
@@ -96,70 +97,30 @@ enum AtomicFile {
         return result.reversed()
     }
 
-    /// Reads `name` relative to the open directory `directory`; `path` names it in messages.
+    /// Reads `name` relative to the open directory `directory` through the
+    /// gate (`FileGate`); `path` names it in messages.
     static func read(in directory: Int32, name: String, path: String, limit: Int, fileSystem fs: FileSystem = .system) -> StoreRead {
-        // O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
-        let descriptor = fs.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else {
-            let code = errno
-            switch code {
-            case ENOENT:
-                return .absent
-            case ELOOP:
-                return .unavailable(
-                    StoreUnavailable(
-                        .unsafePath,
-                        "\(path) is a symbolic link; OpenUDID never follows links to its files; remove the link"))
-            case ENOTDIR:
-                return .unavailable(
-                    StoreUnavailable(
-                        .unsafePath,
-                        "cannot read \(path): a component of the path is not a directory; remove or rename it"))
-            default:
-                return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(code))", errno: code))
-            }
+        switch FileGate.read(name, in: directory, name: path, limit: limit, fileSystem: fs) {
+        case .success(let bytes?): return .found(Data(bytes))
+        case .success(nil): return .absent
+        case .failure(let refusal): return .unavailable(unavailable(refusal))
         }
-        defer { fs.close(descriptor) }
+    }
 
-        var info = stat()
-        guard fs.fstat(descriptor, &info) == 0 else {
-            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(errno))", errno: errno))
+    /// What a file the gate refused means for a store: unknown, with the remedy.
+    static func unavailable(_ refusal: FileGate.Refusal) -> StoreUnavailable {
+        switch refusal.reason {
+        case .link:
+            StoreUnavailable(.unsafePath, "\(refusal); OpenUDID never follows links to its files; remove the link")
+        case .notRegular, .notDirectory:
+            StoreUnavailable(.unsafePath, "\(refusal); remove or rename it")
+        case .tooLarge(let size, let limit):
+            oversized(refusal.path, size: size, limit: limit)
+        case .system(let code):
+            StoreUnavailable(.io, refusal.description, errno: code)
+        case .pastDeadline:
+            StoreUnavailable(.io, refusal.description)
         }
-        guard POSIX.isRegularFile(info) else {
-            return .unavailable(
-                StoreUnavailable(
-                    .unsafePath,
-                    "\(path) is not a regular file (a directory, FIFO, socket or device stands there); remove it"))
-        }
-        guard info.st_size <= limit else {
-            return .unavailable(oversized(path, size: Int(info.st_size), limit: limit))
-        }
-
-        // One byte more than the cap, to notice a file that grew after fstat.
-        // Read straight into the result's storage: no buffer of the cap's size
-        // to clear and copy out of, a hundred times per resolution.
-        var failure: Int32 = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: limit + 1) { buffer, initialized in
-            var filled = 0
-            while filled < buffer.count {
-                let wanted = buffer.count - filled
-                let count = fs.read(descriptor, buffer.baseAddress.map { UnsafeMutableRawPointer($0 + filled) }, wanted)
-                if count < 0 {
-                    failure = errno
-                    break
-                }
-                filled += count
-                // A regular file gives less than asked only at its end: no second read
-                // to hear the same (a read per file slot, a hundred per resolution).
-                if count < wanted { break }
-            }
-            initialized = filled
-        }
-        if failure != 0 {
-            return .unavailable(StoreUnavailable(.io, "cannot read \(path): \(POSIX.message(failure))", errno: failure))
-        }
-        guard bytes.count <= limit else { return .unavailable(oversized(path, size: bytes.count, limit: limit)) }
-        return .found(Data(bytes))
     }
 
     private static func oversized(_ path: String, size: Int, limit: Int) -> StoreUnavailable {

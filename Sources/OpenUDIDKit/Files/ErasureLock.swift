@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 import Synchronization
 
 /// The erasing side of `erase.lock` (docs/PROTOCOL.md §4 and §9): what makes

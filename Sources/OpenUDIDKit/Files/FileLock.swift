@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// An advisory lock on a file (`flock(2)`), held until `release()` or until
 /// the process ends, whichever comes first: a crashed holder never leaves a

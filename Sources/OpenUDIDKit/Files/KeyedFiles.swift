@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// A directory of small files named `<key>.json`, one per app id or vendor, each
 /// read and replaced by `AtomicFile`'s rules: what the file slots and the file

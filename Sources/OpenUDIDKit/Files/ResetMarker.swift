@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// The user's reset generation, kept in the file `reset` beside the file slots
 /// (`<data>/openudid/reset`, or in the namespace's directory): its decimal
@@ -160,17 +161,22 @@ package struct ResetKey: Sendable, Hashable {
 }
 
 extension ResetMarker {
-    /// The key of the marker's generation: nil when there is none, it cannot be
-    /// read, or it belongs to another generation (a reset by an app of an
-    /// earlier version, which writes no key, or one cut short before its marker).
-    ///
-    /// - Parameter generation: The generation the marker names.
-    package func key(for generation: Int64) -> ResetKey? {
-        guard generation > 0,
-            case .found(let bytes) = AtomicFile.read(keyPath, limit: ResetKey.maximumSize, below: root, fileSystem: fileSystem),
-            let key = ResetKey.parse(bytes), key.generation == generation
-        else { return nil }
-        return key
+    /// What the key file holds: the key with its generation, nothing, or a file
+    /// that cannot be used (with why). Every generation's key is read the same
+    /// way; which one a vote needs is for `ResetEvidence.binding(of:)` to say.
+    package func key() -> (key: ResetEvidence.Key, problem: String?) {
+        switch AtomicFile.read(keyPath, limit: ResetKey.maximumSize, below: root, fileSystem: fileSystem) {
+        case .absent:
+            return (.absent, nil)
+        case .unavailable(let problem):
+            return (.unusable, problem.message)
+        case .found(let bytes):
+            guard let key = ResetKey.parse(bytes) else {
+                let form = "a generation above 0, a space, 64 lowercase hex digits and a line feed"
+                return (.unusable, "\(quoted(keyPath)) is not a reset key (\(form))")
+            }
+            return (.read(key), nil)
+        }
     }
 
     /// Writes `key`, atomically; a reset does so before it writes the marker.

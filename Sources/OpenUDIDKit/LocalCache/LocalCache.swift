@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// One app's own copy of the identifier, and its own opt-out choice.
 ///

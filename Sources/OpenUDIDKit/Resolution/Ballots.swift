@@ -61,8 +61,9 @@ struct Ballots {
         self.generation = generation
         // The reset key binds the identifiers of its generation; selections of
         // that generation must bind to count (durable records were written by the
-        // user's own processes, those of earlier versions among them).
-        let key = reset.key.flatMap { $0.generation == generation ? $0 : nil }
+        // user's own processes, those of earlier versions among them). Where the
+        // key is unknown, none of them can be checked, and none counts.
+        let binding = reset.binding(of: generation)
         let entries = sorted.filter { entry in
             let record = entry.record
             let isSelection = Self.tier(of: entry, heldTier: heldTier) == .live && !entry.isHeld
@@ -75,7 +76,7 @@ struct Ballots {
                     // An app that cannot read the marker cannot know the generation;
                     // it counts such a selection as one of the generation it knows.
                     .ahead
-                } else if isSelection, let key, record.generation == generation, !key.binds(record) {
+                } else if isSelection, record.generation == generation, !Self.binds(record, binding) {
                     .unbound
                 } else {
                     nil
@@ -247,6 +248,16 @@ struct Ballots {
         case .selection: .live
         case .held: heldTier
         case .fileSlot, .localCache, .vendorMirror: .durable
+        }
+    }
+
+    /// Whether `record` counts under `binding`: an opted-out record binds
+    /// nothing and needs no binding.
+    private static func binds(_ record: SlotRecord, _ binding: ResetEvidence.Binding) -> Bool {
+        switch binding {
+        case .none: true
+        case .key(let key): key.binds(record)
+        case .unknown: record.optOut
         }
     }
 

@@ -160,6 +160,15 @@ package struct Resolution: Sendable, Hashable {
     package let replaced: Identifier?
     /// Set when the app's local value differs from the winner of the vote, under either policy.
     package let disagreement: Disagreement?
+    /// Whether the live tier would have decided but X clients whose answers
+    /// were spoiled could have outvoted its winner, so the selections cast no
+    /// ballot (docs/PROTOCOL.md §6.3 item 6).
+    package let undecided: Bool
+    /// Whether `identifier` is only a guess until others confirm it: generated
+    /// while the live tier was undecided, or such a value the app still holds
+    /// with no ballot but its own for it (§6.4). A provisional identifier is
+    /// written to no durable place, so it never outranks a later decided majority.
+    package let provisional: Bool
 
     /// The winner of the vote, whether or not the app adopted it; `nil` when nobody voted.
     package var consensus: Identifier? { tally.first?.identifier }
@@ -213,31 +222,49 @@ package struct Resolution: Sendable, Hashable {
     /// Runs the vote with all the user's reset evidence: the marker and its key.
     ///
     /// - Parameters:
+    ///   - heldIsProvisional: Whether `held` is a provisional identifier (§6.4):
+    ///     it then stands for no stored copy and is a live ballot, whether or not
+    ///     the app keeps files.
     ///   - reset: What the reset marker and key say.
+    ///   - unknownClients: The X clients whose answers were spoiled (§5): each
+    ///     may have a ballot no one could read. The live tier decides only if
+    ///     its winner wins whatever they vote.
     ///   - fresh: Makes a new identifier of the generation it is given, and its birth time.
     package static func resolve(
         candidates: [Candidate],
         local: SlotRecord?,
         held: SlotRecord? = nil,
+        heldIsProvisional: Bool = false,
         keepsFiles: Bool = true,
         policy: ResolutionPolicy = .followConsensus,
         app: String? = nil,
         reset: ResetEvidence,
+        unknownClients: Set<UInt32> = [],
         fresh: (_ generation: Int64) -> (identifier: Identifier, born: Int64)
     ) -> Resolution {
         let held = held.flatMap { $0.optOut ? nil : $0 }
         var all = candidates
         if let held { all.append(Candidate(held, from: .held)) }
-        let ballots = Ballots(all, app: app ?? local?.app ?? held?.app, heldTier: keepsFiles ? .durable : .live, reset: reset)
+        let resolvingApp = app ?? local?.app ?? held?.app
+        let heldTier: Tier = keepsFiles && !heldIsProvisional ? .durable : .live
+        var ballots = Ballots(all, app: resolvingApp, heldTier: heldTier, reset: reset)
+        // A spoiled answer is an unknown ballot, not a lost one: without the
+        // selections the app keeps its own value or generates one.
+        let undecided = ballots.tier == .live && !isSettled(ballots, outstanding: unknownClients)
+        if undecided {
+            all.removeAll { if case .selection = $0.source { true } else { false } }
+            ballots = Ballots(all, app: resolvingApp, heldTier: heldTier, reset: reset)
+        }
         let tally = ballots.tally()
         // A value of an older generation is no value of the app's any more: the user reset it.
         let current = ballots.generation
         // Nor is one the user's evidence does not vouch for (`ahead`).
         // Nor is a cache holding another app's record (`misplaced`).
-        let resolvingApp = app ?? local?.app ?? held?.app
-        let local =
-            local.flatMap { $0.optOut || $0.generation != current || $0.app != resolvingApp ? nil : $0 }
-            ?? held.flatMap { $0.generation != current ? nil : $0 }
+        let cached = local.flatMap { $0.optOut || $0.generation != current || $0.app != resolvingApp ? nil : $0 }
+        let local = cached ?? held.flatMap { $0.generation != current ? nil : $0 }
+        // A provisional held value is a guess, not a value of the app's own that
+        // the policy keeps: a winner replaces it under either policy.
+        let keeps = policy == .keepLocal && (cached != nil || !heldIsProvisional)
 
         let identifier: Identifier
         let born: Int64
@@ -250,7 +277,7 @@ package struct Resolution: Sendable, Hashable {
             if local.id != winner.identifier {
                 disagreement = Disagreement(local: local.id, consensus: winner.identifier)
             }
-            if policy == .keepLocal {
+            if keeps {
                 (identifier, born, origin) = (local.id, ballots.birth(of: local.id) ?? local.born, .keptLocal)
             } else {
                 (identifier, born, origin) = (winner.identifier, ballots.birth(of: winner.identifier) ?? winner.born, .consensus)
@@ -266,10 +293,15 @@ package struct Resolution: Sendable, Hashable {
             (identifier, born, origin) = (made.identifier, made.born, .generated)
         }
 
+        let agreeing = ballots.voting.filter { $0.record.id == identifier }
+        // Provisional until a ballot other than its own holder's is cast for it.
+        let provisional =
+            (origin == .generated && undecided)
+            || (heldIsProvisional && identifier == held?.id && !agreeing.contains { $0.source != .held })
         return Resolution(
             identifier: identifier, born: born, origin: origin, generation: current, decidedBy: ballots.tier, tally: tally,
-            agreeing: ballots.voting.filter { $0.record.id == identifier },
-            disagreeing: ballots.voting.filter { $0.record.id != identifier },
-            ignored: ballots.ignored, conflicts: ballots.conflicts, replaced: replaced, disagreement: disagreement)
+            agreeing: agreeing, disagreeing: ballots.voting.filter { $0.record.id != identifier },
+            ignored: ballots.ignored, conflicts: ballots.conflicts, replaced: replaced, disagreement: disagreement,
+            undecided: undecided, provisional: provisional)
     }
 }

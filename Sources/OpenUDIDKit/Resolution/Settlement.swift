@@ -23,20 +23,32 @@ extension Resolution {
     ///     that owned, at the owner query, a selection slot that has not answered.
     /// - Returns: Whether no answers of the outstanding clients can change the winner.
     package static func isSettled(_ resolution: Resolution, outstanding: Set<UInt32>) -> Bool {
-        if resolution.decidedBy == .durable || outstanding.isEmpty { return true }
-        guard let leader = resolution.tally.first else { return false }
+        isSettled(decidedBy: resolution.decidedBy, tally: resolution.tally, agreeing: resolution.agreeing, outstanding: outstanding)
+    }
+
+    /// Whether the ballots' winner wins whatever the `outstanding` clients vote.
+    static func isSettled(_ ballots: Ballots, outstanding: Set<UInt32>) -> Bool {
+        let tally = ballots.tally()
+        let winner = tally.first?.identifier
+        return isSettled(
+            decidedBy: ballots.tier, tally: tally, agreeing: ballots.voting.filter { $0.record.id == winner }, outstanding: outstanding)
+    }
+
+    private static func isSettled(decidedBy: Tier?, tally: [Tally], agreeing: [Candidate], outstanding: Set<UInt32>) -> Bool {
+        if decidedBy == .durable || outstanding.isEmpty { return true }
+        guard let leader = tally.first else { return false }
         // Outstanding clients whose counted ballot is for the winner may move it.
         let movable = Set(
-            resolution.agreeing.compactMap { candidate -> UInt32? in
+            agreeing.compactMap { candidate -> UInt32? in
                 if case .selection(_, let client) = candidate.source, outstanding.contains(client) { return client }
                 return nil
             }
         ).count
-        let runnerUp = resolution.tally.dropFirst().first?.votes ?? 0
+        let runnerUp = tally.dropFirst().first?.votes ?? 0
         let winnerAtWorst = leader.votes - movable
         let challengerAtBest = runnerUp + outstanding.count
         if winnerAtWorst > challengerAtBest { return true }
-        let winsTies = resolution.agreeing.contains { $0.source == .held }
+        let winsTies = agreeing.contains { $0.source == .held }
         return winnerAtWorst == challengerAtBest && winsTies
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// A vendor mirror kept in plain files, for sessions without a Secret Service.
 ///

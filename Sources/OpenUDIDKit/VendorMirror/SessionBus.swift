@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// Where the session bus of an environment is: the one lookup every Secret
 /// Service call and every mirror choice makes. It never launches a bus.

@@ -33,6 +33,8 @@ package final class Connection {
     private var atomsByName: [String: UInt] = [:]
     private var namesByAtom: [UInt: String] = [:]
     private var closed = false
+    /// The first event number of XFixes, once `setUpFixes` found the extension.
+    private(set) var fixesEventBase: Int32?
     /// Whether the server was already gone when the connection was closed.
     private var lostBeforeClose = false
 
@@ -48,21 +50,14 @@ package final class Connection {
         let resolved = name ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
         guard !resolved.isEmpty else { throw .noDisplay() }
         let limit = Self.setUpLimit
+        // The set-up reply was checked before libxcb saw it; what is needed of it comes from that check.
         let opened = try ConnectionSetUp.open(resolved, deadline: .now + limit, limit: limit)
-        let xcb = opened.xcb
-        let setup = xcb_get_setup(xcb)!
-        var screens = xcb_setup_roots_iterator(setup)
-        guard opened.screen < Int(screens.rem) else {
-            xcb_disconnect(xcb)
-            throw XSelectionError(.cannotOpen, display: resolved, "X display \"\(resolved)\" has no screen \(opened.screen)")
-        }
-        for _ in 0..<opened.screen { xcb_screen_next(&screens) }
-        self.xcb = xcb
+        self.xcb = opened.xcb
         self.name = resolved
-        self.fd = xcb_get_file_descriptor(xcb)
-        self.root = UInt(screens.data.pointee.root)
-        self.resourceMask = setup.pointee.resource_id_mask
-        self.maxRequestBytes = Int(setup.pointee.maximum_request_length) * 4
+        self.fd = xcb_get_file_descriptor(opened.xcb)
+        self.root = UInt(opened.root)
+        self.resourceMask = opened.setUp.resourceMask
+        self.maxRequestBytes = Int(opened.setUp.maximumRequestLength) * 4
         self.process = getpid()
     }
 
@@ -269,14 +264,12 @@ package final class Connection {
         while true {
             try checkAlive()
             while let raw = xcb_poll_for_event(xcb) {
-                if Int32(raw.pointee.response_type & 0x7f) == XCB_PROPERTY_NOTIFY {
-                    let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
-                    if UInt(notify.window) == window && UInt(notify.atom) == property && raw.pointee.response_type & 0x80 == 0
-                        && Self.isAtOrAfter(raw.pointee.full_sequence, request)
-                    {
-                        free(raw)
-                        return UInt(notify.time)
-                    }
+                // Only the server's notice of this request counts: the gate drops one a client sent.
+                if case .propertyNotify(window, property, let time, _, let serial)? = self.event(raw),
+                    Self.isAtOrAfter(serial, request)
+                {
+                    free(raw)
+                    return time
                 }
                 if let event { event(raw) } else { hold(raw) }
             }
@@ -324,7 +317,8 @@ package final class Connection {
         guard let data = xcb_get_extension_data(xcb, fixes), data.pointee.present != 0 else { return nil }
         let version = xcb_xfixes_query_version(xcb, 5, 0).sequence
         free(try reply(to: version, deadline: end, what: "the XFixes version"))
-        return Int32(data.pointee.first_event)
+        fixesEventBase = Int32(data.pointee.first_event)
+        return fixesEventBase
     }
 
     /// Has XFixes report the owner changes of `selection` to `window` (mask 0: stop).

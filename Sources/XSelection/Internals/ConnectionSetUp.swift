@@ -1,6 +1,7 @@
 import CX11
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// Opens a connection to an X server under a deadline, and without a word on
 /// the host's stderr.
@@ -16,10 +17,12 @@ import Glibc
 /// number (`dup3`). libxcb parses the reply itself and never waits on the
 /// server.
 enum ConnectionSetUp {
-    /// An open connection and the screen the display name asked for.
+    /// An open connection and what its checked set-up reply says.
     struct Opened {
         var xcb: OpaquePointer
-        var screen: Int
+        /// The root window of the screen the display name asked for.
+        var root: UInt32
+        var setUp: SetUpReply
     }
 
     /// Connects to `display` (a name such as `:0`, `unix:1.0` or `host:0`).
@@ -37,11 +40,21 @@ enum ConnectionSetUp {
         let socket = try connectSocket(host: host, number: number, display: display, deadline: deadline, limit: limit)
         var adopted = false
         defer { if !adopted { close(socket.fd) } }
-        let cookie = Authority.cookie(for: socket.authAddress, number: String(number))
-        let reply = try exchangeSetUp(socket.fd, cookie: cookie, display: display, deadline: deadline, limit: limit)
+        // Read within the same deadline: the file is outside input like the server's reply.
+        let authority = Authority.cookie(for: socket.authAddress, number: String(number), deadline: deadline)
+        let reply = try exchangeSetUp(
+            socket.fd, cookie: authority.cookie, authorityProblem: authority.problem, display: display, deadline: deadline, limit: limit)
+        let setUp: SetUpReply
+        switch SetUpReply.parse(reply) {
+        case .success(let parsed): setUp = parsed
+        case .failure(let problem): throw .malformedSetUp(display, problem.description)
+        }
+        guard Int(screen) < setUp.roots.count else {
+            throw XSelectionError(.cannotOpen, display: display, "X display \"\(display)\" has no screen \(screen)")
+        }
         let xcb = try adopt(socket.fd, reply: reply, display: display)
         adopted = true
-        return Opened(xcb: xcb, screen: Int(screen))
+        return Opened(xcb: xcb, root: setUp.roots[Int(screen)], setUp: setUp)
     }
 
     // MARK: The socket
@@ -58,11 +71,13 @@ enum ConnectionSetUp {
         if host.isEmpty || host == "unix" || host.hasPrefix("/") {
             let local = Authority.Address.local(hostName())
             if host.hasPrefix("/") {
-                if let fd = connectUnix(path: host, abstract: false) { return Socket(fd: fd, authAddress: local) }
+                if let fd = connectUnix(path: host, abstract: false, deadline: deadline) { return Socket(fd: fd, authAddress: local) }
             } else {
                 // The abstract name first, as libxcb does, then the file.
                 let path = "/tmp/.X11-unix/X\(number)"
-                if let fd = connectUnix(path: path, abstract: true) ?? connectUnix(path: path, abstract: false) {
+                if let fd = connectUnix(path: path, abstract: true, deadline: deadline)
+                    ?? connectUnix(path: path, abstract: false, deadline: deadline)
+                {
                     return Socket(fd: fd, authAddress: local)
                 }
             }
@@ -71,33 +86,33 @@ enum ConnectionSetUp {
         return try connectTCP(host: host, port: 6000 + Int(number), display: display, deadline: deadline, limit: limit)
     }
 
-    private static func connectUnix(path: String, abstract: Bool) -> Int32? {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { return nil }
+    private static func connectUnix(path: String, abstract: Bool, deadline: ContinuousClock.Instant) -> Int32? {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         let offset = abstract ? 1 : 0
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard bytes.count + offset < capacity else {
-            close(fd)
-            return nil
-        }
+        guard bytes.count + offset < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in bytes.enumerated() { raw[index + offset] = byte }
         }
         // An abstract name is as long as its bytes; a path ends at its NUL.
         let length = MemoryLayout<sa_family_t>.size + offset + bytes.count + (abstract ? 0 : 1)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(length)) }
-        }
-        // Non-blocking, a local connect completes or fails at once (a full
-        // listen backlog fails with EAGAIN rather than waiting).
-        guard connected == 0 else {
+        while true {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(length)) }
+            }
+            if connected == 0 { return fd }
+            let code = errno
             close(fd)
-            return nil
+            // Non-blocking, a local connect completes or fails at once: a full
+            // listen backlog (many clients connecting at once) fails with EAGAIN
+            // rather than waiting, and there is nothing to poll for. Try again
+            // now and then until the deadline.
+            guard code == EAGAIN, ContinuousClock.now < deadline else { return nil }
+            _ = poll(nil, 0, 5)
         }
-        return fd
     }
 
     private static func connectTCP(
@@ -159,17 +174,23 @@ enum ConnectionSetUp {
 
     /// Sends the connection set-up and returns the server's whole reply, once
     /// it says the connection is accepted.
+    ///
+    /// - Parameter authorityProblem: Why the authority file could not be used,
+    ///   said with a refusal, which it may explain.
     private static func exchangeSetUp(
-        _ fd: Int32, cookie: Authority.Cookie?, display: String, deadline: ContinuousClock.Instant, limit: Duration
+        _ fd: Int32, cookie: Authority.Cookie?, authorityProblem: String?, display: String, deadline: ContinuousClock.Instant,
+        limit: Duration
     ) throws(XSelectionError) -> [UInt8] {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4) }
-        func little16(_ value: Int) -> [UInt8] { [UInt8(value & 0xff), UInt8(value >> 8 & 0xff)] }
+        // The host's byte order: the server then speaks it too, and libxcb reads the reply in it.
+        func card16(_ value: Int) -> [UInt8] { withUnsafeBytes(of: UInt16(truncatingIfNeeded: value)) { Array($0) } }
         let name = cookie.map { Array($0.name.utf8) } ?? []
         let data = cookie?.data ?? []
-        // Byte order 'l' (this machine's, little-endian), protocol 11.0, the
-        // authorization's name and data lengths, then both, each padded to 4.
-        var request: [UInt8] = [0x6c, 0] + little16(11) + little16(0) + little16(name.count) + little16(data.count) + [0, 0]
+        // Byte order ('B' or 'l'), protocol 11.0, the authorization's name and
+        // data lengths, then both, each padded to 4.
+        let order = ByteReader.hostIsBigEndian ? UInt8(ascii: "B") : UInt8(ascii: "l")
+        var request: [UInt8] = [order, 0] + card16(11) + card16(0) + card16(name.count) + card16(data.count) + [0, 0]
         request += padded(name) + padded(data)
         var sent = 0
         while sent < request.count {
@@ -194,7 +215,10 @@ enum ConnectionSetUp {
                 reply += buffer[..<count]
                 // Status, reason length, protocol version, then the length of
                 // what follows in 4-byte units.
-                if reply.count >= 8 && wanted == 8 { wanted = 8 + 4 * (Int(reply[6]) | Int(reply[7]) << 8) }
+                if reply.count >= 8 && wanted == 8 {
+                    var header = ByteReader(Array(reply[6..<8]))
+                    wanted = 8 + 4 * Int(header.uint16() ?? 0)
+                }
             } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
                 guard try waitFor(fd, events: POLLIN, deadline: deadline, display: display, limit: limit) else {
                     throw .cannotOpen(display)
@@ -204,18 +228,22 @@ enum ConnectionSetUp {
                 throw .cannotOpen(display)
             }
         }
+        // Failed (0): the reason's length is in byte 1, the reason from byte 8;
+        // Authenticate (2): the reason fills what follows the header.
+        let reason: String
         switch reply[0] {
-        case 1:
-            return reply
-        case 0:
-            // Failed: the reason's length is in byte 1, the reason from byte 8.
-            let reason = String(decoding: reply[8..<min(reply.count, 8 + Int(reply[1]))], as: UTF8.self)
-            throw .refused(display, reason: reason.isEmpty ? "no reason given" : reason)
-        default:
-            // Authenticate: the reason fills what follows the header.
-            let reason = String(decoding: reply[8...].prefix { $0 != 0 }, as: UTF8.self)
-            throw .refused(display, reason: reason.isEmpty ? "authorization required" : reason)
+        case 1: return reply
+        case 0: reason = text(reply[8..<min(reply.count, 8 + Int(reply[1]))]) ?? "no reason given"
+        default: reason = text(reply[8...].prefix { $0 != 0 }) ?? "authorization required"
         }
+        throw .refused(display, reason: [reason, authorityProblem].compactMap { $0 }.joined(separator: "; "))
+    }
+
+    /// A server's reason as one line of text (servers end it with a line
+    /// feed), or nil when it says nothing.
+    private static func text(_ bytes: ArraySlice<UInt8>) -> String? {
+        let words = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return words.isEmpty ? nil : words
     }
 
     /// Gives libxcb the connection whose set-up `reply` finished on `fd`.
@@ -265,92 +293,5 @@ enum ConnectionSetUp {
         }
         close(fd)
         return xcb
-    }
-}
-
-/// The authorization the X server expects, from `$XAUTHORITY` or
-/// `~/.Xauthority`, found as libXau finds it.
-enum Authority {
-    /// How the authority file names a server.
-    struct Address {
-        var family: UInt16
-        var bytes: [UInt8]
-
-        static func local(_ hostName: String) -> Address { Address(family: 256, bytes: Array(hostName.utf8)) }
-
-        /// The address of a TCP server; a loopback one is named like a local one.
-        init(socketAddress: UnsafeMutablePointer<sockaddr>, hostName: String) {
-            if socketAddress.pointee.sa_family == sa_family_t(AF_INET) {
-                let address = UnsafeRawPointer(socketAddress).load(as: sockaddr_in.self).sin_addr.s_addr
-                let bytes = withUnsafeBytes(of: address) { Array($0) }
-                self = bytes[0] == 127 ? .local(hostName) : Address(family: 0, bytes: bytes)
-            } else {
-                let address = UnsafeRawPointer(socketAddress).load(as: sockaddr_in6.self).sin6_addr
-                let bytes = withUnsafeBytes(of: address) { Array($0) }
-                self = bytes == [UInt8](repeating: 0, count: 15) + [1] ? .local(hostName) : Address(family: 6, bytes: bytes)
-            }
-        }
-
-        init(family: UInt16, bytes: [UInt8]) {
-            self.family = family
-            self.bytes = bytes
-        }
-    }
-
-    /// An authorization protocol's name and its data.
-    struct Cookie {
-        var name: String
-        var data: [UInt8]
-    }
-
-    /// The protocol both libxcb and this library speak.
-    private static let protocolName = "MIT-MAGIC-COOKIE-1"
-
-    /// The cookie for display `number` of the server at `address`, if the
-    /// authority file holds one.
-    static func cookie(for address: Address, number: String) -> Cookie? {
-        let environment = ProcessInfo.processInfo.environment
-        let path = environment["XAUTHORITY"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["HOME"].map { "\($0)/.Xauthority" }
-        guard let path, let contents = readSmallFile(path) else { return nil }
-        return cookie(in: contents, for: address, number: number)
-    }
-
-    /// The first entry of `file` that names `address` (or any address) and
-    /// `number` (or any display) with the MIT-MAGIC-COOKIE-1 protocol.
-    static func cookie(in file: [UInt8], for address: Address, number: String) -> Cookie? {
-        var index = 0
-        func field() -> [UInt8]? {
-            guard index + 2 <= file.count else { return nil }
-            let length = Int(file[index]) << 8 | Int(file[index + 1])
-            guard index + 2 + length <= file.count else { return nil }
-            defer { index += 2 + length }
-            return Array(file[(index + 2)..<(index + 2 + length)])
-        }
-        while index + 2 <= file.count {
-            let family = UInt16(file[index]) << 8 | UInt16(file[index + 1])
-            index += 2
-            guard let entryAddress = field(), let entryNumber = field(), let name = field(), let data = field() else { return nil }
-            let addressMatches = family == 65535 || (family == address.family && entryAddress == address.bytes)
-            let numberMatches = entryNumber.isEmpty || entryNumber == Array(number.utf8)
-            if addressMatches && numberMatches && name == Array(protocolName.utf8) {
-                return Cookie(name: protocolName, data: data)
-            }
-        }
-        return nil
-    }
-
-    private static func readSmallFile(_ path: String) -> [UInt8]? {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var contents: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while contents.count < 1 << 20 {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            contents += buffer[..<count]
-        }
-        return contents
     }
 }

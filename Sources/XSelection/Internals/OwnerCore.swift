@@ -23,24 +23,7 @@ final class OwnerCore {
         var refilled: ContinuousClock.Instant
     }
 
-    /// A conversion request, as the server sent it.
-    struct Request {
-        var owner: UInt
-        var requestor: UInt
-        var selection: UInt
-        var target: UInt
-        var property: UInt
-        var time: UInt
-    }
-
-    /// The events the owner acts on.
-    enum Incoming {
-        case request(Request)
-        case cleared(selection: UInt, window: UInt)
-        case propertyChanged(window: UInt, property: UInt, time: UInt, deleted: Bool)
-        /// XFixes: the owner of a watched selection changed (`SelectionOwner.watchOwners(of:)`).
-        case ownerChanged(selection: UInt, subtype: UInt32, owner: UInt, time: UInt)
-    }
+    typealias Request = ServerEvent.SelectionRequest
 
     private struct TransferKey: Hashable {
         var requestor: UInt
@@ -86,8 +69,6 @@ final class OwnerCore {
     /// whose reply follows the last event queued before the hold, and when the
     /// hold began.
     private var catchingUp: (fence: UInt32, since: ContinuousClock.Instant)?
-    /// The first event number of XFixes, when the server has it.
-    private var fixesEventBase: Int32?
     /// The selections whose owner changes this connection reports, and where to.
     private var watched: [UInt: SelectionName] = [:]
     private var watchEvents: EventSink<SelectionWatcher.Event>?
@@ -113,7 +94,7 @@ final class OwnerCore {
         chunkSize = max(4, (incrThreshold / 4) * 4)
         // XFixes is set up now, while nothing is owned, and before any claim
         // can wait on the server: the extension's first query has a deadline.
-        fixesEventBase = try connection.setUpFixes()
+        _ = try connection.setUpFixes()
         connection.flush()
     }
 
@@ -229,7 +210,7 @@ final class OwnerCore {
 
     /// The next event to handle: first those set aside during a reply wait,
     /// then what libxcb has or reads (at most one buffer).
-    private func nextEvent() -> Incoming? {
+    private func nextEvent() -> ServerEvent? {
         if let event = stash.popFirst() { return event }
         while let raw = connection.pollEvent() {
             defer { free(raw) }
@@ -247,11 +228,11 @@ final class OwnerCore {
         defer { free(raw) }
         guard let event = decode(raw) else { return }
         sinceDry += 1
-        if stash.count >= Self.stashLimit, case .request = event {
+        if stash.count >= Self.stashLimit, case .selectionRequest = event {
             counts.shed += 1
             return
         }
-        if stash.count >= Self.stashLimit * 2, case .propertyChanged = event {
+        if stash.count >= Self.stashLimit * 2, case .propertyNotify = event {
             // Only requestors we watch send these; one that changes its own
             // properties without pause loses its transfer, not our memory.
             return
@@ -259,75 +240,35 @@ final class OwnerCore {
         stash.append(event)
     }
 
-    /// Turns an event from the wire into what the owner acts on; records errors.
-    private func decode(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) -> Incoming? {
-        switch Int32(raw.pointee.response_type & 0x7f) {
-        case 0:
-            let error = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_generic_error_t.self).pointee
-            if peerErrors.count >= 1024 { peerErrors.removeFirst(512) }
-            peerErrors.append(
-                ProtocolErrorRecord(
-                    serial: UInt(error.full_sequence), code: error.error_code,
-                    request: error.major_code, resource: UInt(error.resource_id)))
-            return nil
-        case XCB_SELECTION_REQUEST:
-            let request = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_request_event_t.self).pointee
-            return .request(
-                Request(
-                    owner: UInt(request.owner), requestor: UInt(request.requestor), selection: UInt(request.selection),
-                    target: UInt(request.target), property: UInt(request.property), time: UInt(request.time)))
-        case XCB_SELECTION_CLEAR:
-            // Only the server takes a selection away. Any client may send an
-            // event to our window (SendEvent, the high bit set), and a forged
-            // SelectionClear would make us stop serving what we still own.
-            guard raw.pointee.response_type & 0x80 == 0 else { return nil }
-            let clear = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_clear_event_t.self).pointee
-            return .cleared(selection: UInt(clear.selection), window: UInt(clear.owner))
-        case XCB_PROPERTY_NOTIFY:
-            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
-            return .propertyChanged(
-                window: UInt(notify.window), property: UInt(notify.atom), time: UInt(notify.time),
-                deleted: UInt32(notify.state) == XCB_PROPERTY_DELETE.rawValue)
-        case let type where type == fixesEventBase.map({ $0 + XCB_XFIXES_SELECTION_NOTIFY }):
-            // From the server alone, like SelectionClear.
-            guard raw.pointee.response_type & 0x80 == 0 else { return nil }
-            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
-            return .ownerChanged(
-                selection: UInt(notify.selection), subtype: UInt32(notify.subtype), owner: UInt(notify.owner),
-                time: UInt(notify.timestamp))
-        default:
-            return nil
-        }
+    /// What the owner acts on in an event (the connection's gate decodes and
+    /// checks it); protocol errors are recorded, to blame peers for them.
+    private func decode(_ raw: UnsafeMutablePointer<xcb_generic_event_t>) -> ServerEvent? {
+        let event = connection.event(raw)
+        guard case .error(let error)? = event else { return event }
+        if peerErrors.count >= 1024 { peerErrors.removeFirst(512) }
+        peerErrors.append(error)
+        return nil
     }
 
-    private func handle(_ event: Incoming) {
+    private func handle(_ event: ServerEvent) {
         switch event {
-        case .request(let request):
+        case .selectionRequest(let request):
             answer(request)
-        case .cleared(let selection, let clearedWindow):
+        case .selectionClear(let selection, let clearedWindow):
             guard clearedWindow == window, held[selection] != nil else { return }
             // A clear that arrives after we claimed the selection again is stale.
             let owner = (try? selectionOwner(selection)) ?? 0
             guard owner != window, let lost = held.removeValue(forKey: selection) else { return }
             events.yield(.lost(lost.name, newOwner: owner == 0 ? nil : XWindow(UInt32(truncatingIfNeeded: owner))))
-        case .propertyChanged(let changed, let property, _, let deleted):
+        case .propertyNotify(let changed, let property, _, let deleted, _):
             if deleted {
                 continueTransfer(TransferKey(requestor: changed, property: property))
             }
-        case .ownerChanged(let selection, let subtype, let owner, let time):
+        case .ownerChange(let selection, let change, let time, _):
             guard let name = watched[selection] else { return }
-            let change: SelectionWatcher.Change
-            switch subtype {
-            case XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue:
-                change = .newOwner(
-                    owner == 0
-                        ? nil : SelectionHolder(window: XWindow(UInt32(truncatingIfNeeded: owner)), client: connection.client(of: owner)))
-            case XCB_XFIXES_SELECTION_EVENT_SELECTION_WINDOW_DESTROY.rawValue:
-                change = .ownerWindowDestroyed
-            default:
-                change = .ownerClientClosed
-            }
             watchEvents?.yield(.changed(name, change, time: XTimestamp(UInt32(truncatingIfNeeded: time))))
+        case .selectionNotify, .error:
+            break
         }
     }
 
@@ -371,31 +312,10 @@ final class OwnerCore {
         connection.flushRequests()
     }
 
-    /// A server timestamp: the time of the PropertyNotify that appending nothing
-    /// to a property of our window causes.
+    /// A server timestamp (`Connection.serverTime`); events that arrive first are set aside.
     private func serverTime() throws(XSelectionError) -> UInt {
-        let property = try connection.atom("_XSELECTION_TIMESTAMP")
-        xcb_change_property(
-            connection.xcb, UInt8(XCB_PROP_MODE_APPEND.rawValue), xcb_window_t(window), xcb_atom_t(property),
-            xcb_atom_t(XCB_ATOM_INTEGER.rawValue), 8, 0, nil)
-        connection.flushRequests()
         unflushed = false
-        let deadline = ContinuousClock.now + .seconds(2)
-        while true {
-            try connection.checkAlive()
-            while let raw = connection.pollEvent() {
-                if Int32(raw.pointee.response_type & 0x7f) == XCB_PROPERTY_NOTIFY {
-                    let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
-                    if UInt(notify.window) == window && UInt(notify.atom) == property {
-                        free(raw)
-                        return UInt(notify.time)
-                    }
-                }
-                setAside(raw)
-            }
-            guard ContinuousClock.now < deadline else { throw .timedOut(connection.name, "a timestamp request") }
-            _ = connection.waitReadable(until: deadline)
-        }
+        return try connection.serverTime(window: window) { self.setAside($0) }
     }
 
     private func setOwner(_ selection: UInt, to owner: UInt, time: UInt) {
@@ -517,7 +437,7 @@ final class OwnerCore {
         -> [SelectionName: SelectionHolder?]
     {
         try connection.checkAlive()
-        guard fixesEventBase != nil else { throw .missingFixes(connection.name) }
+        guard connection.fixesEventBase != nil else { throw .missingFixes(connection.name) }
         let atoms = try connection.atoms(names.map(\.rawValue))
         let wanted = Dictionary(zip(atoms, names), uniquingKeysWith: { first, _ in first })
         for atom in watched.keys where wanted[atom] == nil {
@@ -818,29 +738,17 @@ final class OwnerCore {
     }
 }
 
-/// A protocol error the server reported for one of the owner's requests.
-struct ProtocolErrorRecord: Sendable, Equatable {
-    /// The sequence number of the request that failed.
-    var serial: UInt
-    /// The X error code (`BadWindow` = 3, `BadAlloc` = 11, ...).
-    var code: UInt8
-    /// The major opcode of the failed request.
-    var request: UInt8
-    /// The resource the error names (the window, for `BadWindow`).
-    var resource: UInt
-}
-
 /// Events set aside in arrival order, taken from the front.
 private struct EventStash {
-    private var items: [OwnerCore.Incoming] = []
+    private var items: [ServerEvent] = []
     private var head = 0
 
     var count: Int { items.count - head }
     var isEmpty: Bool { head == items.count }
 
-    mutating func append(_ event: OwnerCore.Incoming) { items.append(event) }
+    mutating func append(_ event: ServerEvent) { items.append(event) }
 
-    mutating func popFirst() -> OwnerCore.Incoming? {
+    mutating func popFirst() -> ServerEvent? {
         guard head < items.count else { return nil }
         let event = items[head]
         head += 1

@@ -21,7 +21,7 @@ final class ReaderCore {
     private var readHead = 0
     /// The first event number of XFixes, when the server has it: each pass
     /// watches its selections change owner, to tell who really answered.
-    private let fixesEventBase: Int32?
+    private var fixesEventBase: Int32? { connection.fixesEventBase }
     /// The selections whose owner changes XFixes reports to this connection.
     /// A subscription is kept from the first pass that reads the selection on:
     /// the server finds and frees subscriptions by walking one list of every
@@ -75,7 +75,7 @@ final class ReaderCore {
         clockWindow = try connection.createWindow()
         // The atoms every pass needs are interned while XFixes is asked about:
         // two round trips fewer before a new reader's first pass.
-        fixesEventBase = try connection.setUpFixes(interning: ["INCR", Connection.timestampProperty])
+        _ = try connection.setUpFixes(interning: ["INCR", Connection.timestampProperty])
         incrAtom = try connection.atom("INCR")
     }
 
@@ -376,12 +376,10 @@ final class ReaderCore {
     /// when every earlier report has arrived; the other events left over
     /// from earlier passes concern no pass any more.
     private func forgetChangedValues() {
-        guard let base = fixesEventBase else { return }
-        while let event = connection.pollEvent() {
-            defer { free(event) }
-            guard Int32(event.pointee.response_type & 0x7f) == base + XCB_XFIXES_SELECTION_NOTIFY else { continue }
-            let change = UnsafeRawPointer(event).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
-            kept[UInt(change.selection)] = nil
+        guard fixesEventBase != nil else { return }
+        while let raw = connection.pollEvent() {
+            if case .ownerChange(let selection, _, _, _)? = connection.event(raw) { kept[selection] = nil }
+            free(raw)
         }
     }
 
@@ -491,42 +489,30 @@ final class ReaderCore {
 
     // MARK: Events
 
+    /// Acts on one event of a pass; the connection's gate has dropped those a
+    /// client forged where only the server's count (an owner change, a write).
     private func handle(_ raw: UnsafeMutablePointer<xcb_generic_event_t>, slots: inout [Slot], indexByAtom: [UInt: Int]) {
-        let type = Int32(raw.pointee.response_type & 0x7f)
-        // Another client's event, sent with SendEvent: the high bit of its type.
-        let sent = raw.pointee.response_type & 0x80 != 0
-        // The last request of ours the server had handled when it made the
-        // event, widened by libxcb from the wire's 16 bits to 32.
-        let serial = raw.pointee.full_sequence
-        if let base = fixesEventBase, type == base + XCB_XFIXES_SELECTION_NOTIFY {
-            // Only the server reports owner changes. Any client may send our
-            // window events (an owner of this pass learns it from our request),
-            // and a forged change would drop another owner's answer.
-            guard !sent else { return }
-            let change = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_xfixes_selection_notify_event_t.self).pointee
-            kept[UInt(change.selection)] = nil
-            guard let index = indexByAtom[UInt(change.selection)] else { return }
+        switch connection.event(raw) {
+        case .ownerChange(let selection, _, _, let serial):
+            kept[selection] = nil
+            guard let index = indexByAtom[selection] else { return }
             slots[index].changedInPass = true
             guard case .awaitingNotify = slots[index].stage else { return }
             // From the owner query on, the query did not see the change.
             if AnswerRules.isNewsToOwnerQuery(serial: serial, ownerQuery: slots[index].ownerQuery) {
                 slots[index].ownerChanged = true
             }
-            return
-        }
-        switch type {
-        case XCB_SELECTION_NOTIFY:
-            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_selection_notify_event_t.self).pointee
-            guard UInt(notify.requestor) == window, let index = indexByAtom[UInt(notify.selection)], UInt(notify.time) == slots[index].time,
+        case .selectionNotify(let requestor, let selection, let property, let time, let sent):
+            guard requestor == window, let index = indexByAtom[selection], time == slots[index].time,
                 case .awaitingNotify = slots[index].stage
             else { return }
             let owner = slots[index].owner
             if slots[index].ownerChanged {
                 slots[index].stage = .done(.ownerChanged(owner: owner))
-            } else if notify.property == 0 {
+            } else if property == 0 {
                 // The server answers for an ownerless selection itself, without send_event.
                 slots[index].stage = .done(!sent || owner == nil ? .noOwner : .refused(owner: owner))
-            } else if UInt(notify.property) != slots[index].atom {
+            } else if property != slots[index].atom {
                 slots[index].stage = .done(
                     .malformed(owner: owner, reason: "the owner answered into a property other than the one asked for"))
             } else {
@@ -537,12 +523,8 @@ final class ReaderCore {
                 slots[index].readSerial = cookie.sequence
                 readOrder.append(index)
             }
-        case XCB_PROPERTY_NOTIFY:
-            let notify = UnsafeRawPointer(raw).assumingMemoryBound(to: xcb_property_notify_event_t.self).pointee
-            // A PropertyNotify another client sent (SendEvent) reports no write.
-            guard !sent, UInt(notify.window) == window, UInt32(notify.state) == XCB_PROPERTY_NEW_VALUE.rawValue,
-                let index = indexByAtom[UInt(notify.atom)]
-            else { return }
+        case .propertyNotify(let changed, let atom, _, let deleted, let serial):
+            guard changed == window, !deleted, let index = indexByAtom[atom] else { return }
             countWrite(serial, to: &slots[index])
             switch slots[index].stage {
             case .awaitingChunk:

@@ -101,7 +101,7 @@ func runGrab() -> Never {
 /// client may with SendEvent: `clear`, a SelectionClear saying `selection`
 /// was taken from it; `owner-change`, an XFixes notification saying
 /// `selection` has a new owner. Prints "sent" once the server has it.
-func runForge(event kind: String, window: UInt, selection: String) -> Never {
+func runForge(event kind: String, window: UInt, selection: String, count: Int) -> Never {
     guard let display = XOpenDisplay(nil) else {
         FileHandle.standardError.write(Data("xselection-helper: cannot open display\n".utf8))
         exit(1)
@@ -113,6 +113,12 @@ func runForge(event kind: String, window: UInt, selection: String) -> Never {
         event.xselectionclear = XSelectionClearEvent(
             type: SelectionClear, serial: 0, send_event: 1, display: display, window: Window(window), selection: atom,
             time: Time(CurrentTime))
+    case "timestamp":
+        // The notice an owner takes its claim's time from, with a time far ahead
+        // of the server's: a claim made with it would be ignored by the server.
+        event.xproperty = XPropertyEvent(
+            type: PropertyNotify, serial: 0, send_event: 1, display: display, window: Window(window),
+            atom: XInternAtom(display, "_XSELECTION_TIMESTAMP", 0), time: Time(0xF000_0000), state: PropertyNewValue)
     default:
         var eventBase: Int32 = 0
         var errorBase: Int32 = 0
@@ -131,7 +137,10 @@ func runForge(event kind: String, window: UInt, selection: String) -> Never {
             withUnsafeBytes(of: &notify) { target.copyMemory(from: $0) }
         }
     }
-    XSendEvent(display, Window(window), 0, 0, &event)
+    for sent in 0..<count {
+        XSendEvent(display, Window(window), 0, 0, &event)
+        if sent % 64 == 63 { XSync(display, 0) }
+    }
     XSync(display, 0)
     say("sent")
     exit(0)

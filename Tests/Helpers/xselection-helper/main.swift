@@ -100,9 +100,10 @@ let helper = Command(
         Command(
             "forge", abstract: "send another client's owner window a forged event (SendEvent), then exit",
             options: [
-                .value("event", "E", help: "what to forge", default: "clear", check: .oneOf(["clear", "owner-change"])),
+                .value("event", "E", help: "what to forge", default: "clear", check: .oneOf(["clear", "owner-change", "timestamp"])),
                 .value("window", "W", help: "the owner window (decimal or 0x hexadecimal)"),
-                selection(default: "_XSELECTION_TEST")
+                selection(default: "_XSELECTION_TEST"),
+                whole("count", "N", help: "how many times to send it", default: "1")
             ]),
         Command(
             "broken-pipe", abstract: "write to a pipe nobody reads, as a write to a server that went away is, and report",
@@ -123,6 +124,14 @@ let helper = Command(
                 prefix(default: "_XSELECTION_TIME_"), count(default: "100"), target,
                 whole("warmup", "W", help: "untimed passes", default: "10"),
                 whole("reps", "R", help: "timed passes", default: "50")
+            ]),
+        Command(
+            "hostile-server",
+            abstract: "take a free display number and answer each connection's set-up as no X server would, until standard input ends",
+            options: [
+                .value(
+                    "reply", "R", help: "the set-up reply to send", default: "many-screens",
+                    check: .oneOf(HostileSetUp.allCases.map(\.rawValue)))
             ]),
         Command(
             "grab", abstract: "hold the server (GrabServer) until standard input ends, then exit",
@@ -230,7 +239,7 @@ case "forge":
     guard let text = arguments["window"],
         let window = text.hasPrefix("0x") ? UInt(text.dropFirst(2), radix: 16) : UInt(text)
     else { arguments.fail("forge needs --window, a window id") }
-    runForge(event: value("event"), window: window, selection: value("selection"))
+    runForge(event: value("event"), window: window, selection: value("selection"), count: number("count"))
 case "broken-pipe":
     runBrokenPipe(where: value("where"), display: arguments["display"])
 case "time":
@@ -239,6 +248,8 @@ case "time":
         warmup: number("warmup"), reps: number("reps"))
 case "grab":
     runGrab()
+case "hostile-server":
+    runHostileServer(setUp: HostileSetUp(rawValue: value("reply"))!)
 case "flood-rate":
     runRateFlood(
         selection: value("selection"), target: value("target"), window: number("window"),

@@ -250,7 +250,7 @@ package final class FileSystem: Sendable, Hashable {
     /// `lstat(2)`: information about `path` itself, never what a link points to.
     ///
     /// - Returns: The information, or the `errno` of the failure.
-    func linkStatus(_ path: String) -> Result<Glibc.stat, POSIX.Errno> {
+    package func linkStatus(_ path: String) -> Result<Glibc.stat, POSIX.Errno> {
         var info = Glibc.stat()
         if lstat(path, &info) == 0 { return .success(info) }
         return .failure(POSIX.Errno(errno))
