@@ -162,8 +162,8 @@ public final class Compositor: @unchecked Sendable {
         (waylandDisplay, display, authority) = (found.wayland, ":\(found.display)", found.authority)
     }
 
-    /// Makes the directories below `$1` and moves the guard into them when `$2`
-    /// names any, then starts the compositor with its output in the log file `$1`.
+    /// Moves the guard into each cgroup `$2` names, making it (for mutter),
+    /// then starts the compositor with its output in the log file `$1`.
     private static let guardScript = """
         log=$1; cgroups=$2; shift 2
         for cgroup in $cgroups; do mkdir -p "$cgroup" && echo $$ >"$cgroup/cgroup.procs"; done 2>/dev/null
