@@ -66,8 +66,11 @@ public final class FlatpakApps: Sendable {
 
     /// The command that runs the app `id` in its sandbox with `permissions`
     /// (`flatpak run` options such as `--socket=x11`): a `TestSession`'s `program`.
+    ///
+    /// `flatpak run` passes no signal on to the sandbox, whose bwrap ignores
+    /// SIGTERM: without `--die-with-parent` a stopped app would outlive its test.
     public func program(_ id: String, _ permissions: [String] = []) throws -> [String] {
-        [try Tools.find("flatpak").path, "run"] + permissions + [id]
+        [try Tools.find("flatpak").path, "run", "--die-with-parent"] + permissions + [id]
     }
 
     @discardableResult
