@@ -259,7 +259,9 @@ int openudid_open_with(const char *app, const char *vendor, const openudid_optio
  * and a destroy function (openudid_participate_full) has been called, so the
  * context can be freed. Called from inside on_change it does the same without
  * waiting for on_change to return; the destroy function then runs right after
- * on_change returns, on the library's thread.
+ * on_change returns, on the library's thread. It never waits for a resolution
+ * under way (one may wait seconds for a keyring): that one ends on the
+ * library's thread afterwards and calls nothing.
  * NULL, a handle already closed (however many handles were opened since) and
  * a value that was never a handle are ignored: a no-op. */
 void openudid_close(openudid *handle);
@@ -327,8 +329,15 @@ char *openudid_report_json(openudid *handle);
  * The callback may call any function of this header on the same handle,
  * including openudid_close.
  *
- * Errors: OPENUDID_EINVAL, OPENUDID_EBUSY (the handle already participates;
- * one participation per handle). */
+ * Cost: a participating handle runs two threads of its own and holds eight
+ * file descriptors (two X connections, two wake pipes, an inotify watch and
+ * a lock file); a callback adds one thread and a pipe. A process may have at
+ * most one participating handle per selection slot (100 per namespace):
+ * each serves one slot, and one more fails at once with OPENUDID_EBUSY.
+ *
+ * Errors: OPENUDID_EINVAL, OPENUDID_EBUSY (the handle already participates,
+ * one participation per handle; or the process already has a participating
+ * handle for every selection slot of the namespace). */
 int openudid_participate(openudid *handle, openudid_change_func on_change, void *ctx);
 
 /* Like openudid_participate, but returns at once: the first resolution (which

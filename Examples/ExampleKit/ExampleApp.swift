@@ -172,7 +172,14 @@ private final class Controller: Sendable {
         Task.detached { [self] in
             // The first resolution runs on a thread of the library's; the window is
             // up and answers keys meanwhile.
-            let participation = await udid.participate()
+            let participation: Participation
+            do {
+                participation = try await udid.participate()
+            } catch {
+                // A process runs a participation per slot at most; this app runs one.
+                ExampleApp.write("\(error)\n", to: .standardError)
+                return
+            }
             let quitAlready = stopped.withLock { quitting in
                 if !quitting { self.participation.withLock { $0 = participation } }
                 return quitting

@@ -43,8 +43,12 @@ extension OpenUDID {
     /// A window can open at once and show the identifier when this returns.
     ///
     /// - Returns: The participation, its first resolution done.
-    public func participate() async -> Participation {
-        await offThread { self.participate() }
+    /// - Throws: What the synchronous `participate()` throws.
+    public func participate() async throws(OpenUDIDError) -> Participation {
+        let result = await offThread { () -> Result<Participation, OpenUDIDError> in
+            do throws(OpenUDIDError) { return .success(try self.participate()) } catch { return .failure(error) }
+        }
+        return try result.get()
     }
 }
 

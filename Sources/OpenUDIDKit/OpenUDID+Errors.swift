@@ -26,6 +26,8 @@ public struct OpenUDIDError: Error, Sendable, Equatable, CustomStringConvertible
         public static let storeUnavailable = Kind(rawValue: "storeUnavailable")
         /// An option is out of range.
         public static let invalidOption = Kind(rawValue: "invalidOption")
+        /// The process already runs as many participations as there are selection slots.
+        public static let tooManyParticipations = Kind(rawValue: "tooManyParticipations")
 
         /// The stable name.
         public var description: String { rawValue }

@@ -7,7 +7,7 @@ import Synchronization
 /// ```swift
 /// let udid = try OpenUDID(app: "com.acme.notes")
 /// let id = udid.value()                      // an Identifier: 40 lowercase hex digits
-/// let participation = udid.participate()     // serve a slot, follow changes
+/// let participation = try udid.participate() // serve a slot, follow changes
 /// for await change in participation.changes { print(change.identifier) }
 /// ```
 ///

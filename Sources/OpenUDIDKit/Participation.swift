@@ -11,9 +11,15 @@ extension OpenUDID {
     /// Without an X display (or after losing it) the app keeps working from its
     /// file slot and the mirror, and takes part again when a server comes back.
     ///
+    /// A process serves at most one slot per participation, so it may run at
+    /// most as many participations at once as there are slots (100 by
+    /// default, per namespace); beyond that, participating fails at once.
+    ///
     /// - Returns: The participation; it ends when closed or released.
-    public func participate() -> Participation {
-        Participation(udid: self)
+    /// - Throws: `OpenUDIDError` of kind `tooManyParticipations` when this
+    ///   process already runs as many participations as there are slots.
+    public func participate() throws(OpenUDIDError) -> Participation {
+        try Participation(udid: self)
     }
 }
 
@@ -32,11 +38,12 @@ public final class Participation: Sendable {
 
     private let core: ParticipationCore
 
-    init(udid: OpenUDID, onChange: (@Sendable (Change) -> Void)? = nil) {
+    init(udid: OpenUDID, onChange: (@Sendable (Change) -> Void)? = nil, waitingForFirst: Bool = true) throws(OpenUDIDError) {
+        try ParticipationCore.admit(udid)
         let (stream, continuation) = AsyncStream<Change>.makeStream(bufferingPolicy: .bufferingNewest(64))
         changes = stream
         core = ParticipationCore(udid: udid, continuation: continuation, onChange: onChange)
-        core.start()
+        core.start(waiting: waitingForFirst)
     }
 
     deinit { core.stop() }
@@ -52,6 +59,10 @@ public final class Participation: Sendable {
 
     /// Stops taking part: the slot is no longer served (the selection is
     /// released) and `changes` ends. Releasing the participation does the same.
+    ///
+    /// It never waits for a resolution under way (which may wait seconds for a
+    /// keyring): that one ends on the participation's own thread afterwards and
+    /// publishes nothing.
     public func close() { core.stop() }
 }
 
@@ -61,8 +72,14 @@ extension OpenUDID {
     /// off Swift concurrency (the command-line tool, the C library), whose
     /// tasks would make libdispatch wake the process once a second for good.
     /// `onChange` must return quickly; the participation waits for it.
-    package func participate(onChange: @escaping @Sendable (Participation.Change) -> Void) -> Participation {
-        Participation(udid: self, onChange: onChange)
+    ///
+    /// - Parameter waitingForFirst: Whether to return only once the first
+    ///   resolution is served; otherwise it runs on the participation's
+    ///   thread and `onChange` hears its identifier.
+    package func participate(
+        waitingForFirst: Bool = true, onChange: @escaping @Sendable (Participation.Change) -> Void
+    ) throws(OpenUDIDError) -> Participation {
+        try Participation(udid: self, onChange: onChange, waitingForFirst: waitingForFirst)
     }
 }
 
@@ -91,7 +108,13 @@ final class ParticipationCore: @unchecked Sendable {
     /// The latest report, for `latest()` once the loop has stopped.
     private let lastReport = Mutex<Report?>(nil)
     /// Serves this app's slot and, on the same connection, watches every slot.
-    private var owner: SelectionOwner?
+    /// Kept behind a lock only so that `stop()` can close it from the caller's
+    /// thread; the loop alone opens and replaces it.
+    private var owner: SelectionOwner? {
+        get { ownerBox.withLock { $0 } }
+        set { ownerBox.withLock { $0 = newValue } }
+    }
+    private let ownerBox = Mutex<SelectionOwner?>(nil)
     /// Counts the owners opened, so that a late event of one closed since is ignored.
     private var connection = 0
     private var slot: Int?
@@ -100,7 +123,9 @@ final class ParticipationCore: @unchecked Sendable {
     /// When a resolution asked for by a change is due: once no change has
     /// come since `quiet`, or at `latest` whatever comes; nil when none is asked for.
     private var debounceDue: (quiet: ContinuousClock.Instant, latest: ContinuousClock.Instant)?
-    private var stopped = false
+    /// Set once by `stop()`, from any thread; read everywhere before acting.
+    private let closing = Atomic<Bool>(false)
+    private var stopped: Bool { closing.load(ordering: .acquiring) }
     private var reconnecting = false
     /// Tells of the user's choices made on disk by any process (opt-out, consent, reset).
     private var choices: ChoiceWatcher?
@@ -114,9 +139,8 @@ final class ParticipationCore: @unchecked Sendable {
     private static let behindServerDebounce: Duration = .seconds(1)
     /// The longest wait between reads of slots that do not answer.
     private static let lateReadLongest: Duration = .seconds(30)
-    /// How long `stop()` waits for a resolution under way to end; each of
-    /// its sources has a deadline well below it.
-    private static let stopWait: Duration = .seconds(10)
+    /// The participations this process runs, per namespace ("" for none).
+    private static let running = Mutex<[String: Int]>([:])
 
     private var engine: Engine { udid.engine }
     private var slots: SelectionSlots { udid.engine.slots }
@@ -130,8 +154,10 @@ final class ParticipationCore: @unchecked Sendable {
         self.onChange = onChange
     }
 
-    func start() {
-        _ = loop.sync { [self] in
+    /// Starts watching and resolving on `loop`; with `waiting`, returns once
+    /// the first resolution is served.
+    func start(waiting: Bool) {
+        let first: @Sendable () -> Void = { [self] in
             // Watching starts before the first resolution, so a choice made
             // while it runs is not missed.
             let paths = engine.paths
@@ -148,6 +174,7 @@ final class ParticipationCore: @unchecked Sendable {
             connect()
             resolveAndPublish()
         }
+        if waiting { _ = loop.sync(first) } else { loop.post(first) }
     }
 
     /// One of the watched files changed. Only a change of the user's choices
@@ -181,15 +208,41 @@ final class ParticipationCore: @unchecked Sendable {
 
     func refreshNow() { _ = loop.sync { [self] in resolveAndPublish() } }
 
+    /// Counts a new participation of `udid`'s namespace, or refuses it when the
+    /// process already runs as many as the namespace has slots: each serves one
+    /// slot, and one more would only cost two threads and a connection.
+    static func admit(_ udid: OpenUDID) throws(OpenUDIDError) {
+        let namespace = udid.configuration.namespace ?? ""
+        let limit = udid.configuration.slotCount
+        let admitted = running.withLock { running -> Bool in
+            guard running[namespace, default: 0] < limit else { return false }
+            running[namespace, default: 0] += 1
+            return true
+        }
+        guard admitted else {
+            throw OpenUDIDError(
+                .tooManyParticipations,
+                "\(udid.app.id) cannot participate: this process already runs \(limit) participations\(namespace.isEmpty ? "" : " in namespace \(namespace)"), one for each selection slot; close one first"
+            )
+        }
+    }
+
+    /// Stops at once, from any thread: the slot is released (closing the
+    /// owner's connection releases it) and `changes` ends before this returns.
+    /// A resolution under way goes on to its end on `loop`, which then stops;
+    /// nobody waits for it, and it publishes nothing.
     func stop() {
-        loop.stop(timeout: Self.stopWait) { [self] in
-            guard !stopped else { return }
-            stopped = true
+        guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        owner?.close()
+        continuation.finish()
+        let namespace = udid.configuration.namespace ?? ""
+        Self.running.withLock { $0[namespace, default: 1] -= 1 }
+        loop.stop(timeout: .zero) { [self] in
             choices = nil
+            // One the loop opened while this stop closed the one before.
             owner?.close()
             owner = nil
             slot = nil
-            continuation.finish()
         }
     }
 
@@ -347,7 +400,7 @@ final class ParticipationCore: @unchecked Sendable {
         lastReport.withLock { $0 = fresh }
         serverBehind = slot != nil && fresh.rejected.count { $0.code == .noAnswer } >= slots.names.count
         udid.remember(fresh)
-        if fresh.identifier != previous {
+        if fresh.identifier != previous, !stopped {
             let change = Participation.Change(identifier: fresh.identifier, report: fresh)
             continuation.yield(change)
             onChange?(change)

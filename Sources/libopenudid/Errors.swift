@@ -43,7 +43,7 @@ enum ErrorCode: Int32, CaseIterable {
         case .storeUnavailable: "a store could not be written"
         case .displayUnavailable: "the X display cannot be opened"
         case .bufferTooSmall: "the buffer is too small"
-        case .busy: "the handle already participates"
+        case .busy: "the handle already participates, or the process runs a participation for every slot"
         case .noMemory: "out of memory"
         }
     }

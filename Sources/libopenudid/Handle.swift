@@ -17,9 +17,6 @@ final class Handle: Sendable {
     /// Where the handle's participation stands.
     private enum State {
         case idle
-        /// `openudid_participate_async` is making the first resolution; the
-        /// listener hears of it once it is done.
-        case starting(ChangeListener?)
         case running(Participating)
         case closed
     }
@@ -36,34 +33,20 @@ final class Handle: Sendable {
         }
     }
 
-    /// Starts participating, calling `listener` (when given) with each change;
-    /// returns once the first resolution is served.
-    func participate(_ listener: ChangeListener?, function: String) throws(CallFailure) {
+    /// Starts participating, calling `listener` (when given) with each change.
+    ///
+    /// - Parameter waitingForFirst: Whether to return once the first resolution
+    ///   is served; otherwise it runs on the participation's thread, and the
+    ///   listener hears its identifier.
+    func participate(_ listener: ChangeListener?, waitingForFirst: Bool, function: String) throws(CallFailure) {
         try state.withLock { (state: inout State) throws(CallFailure) in
             try Self.checkIdle(state, function: function, app: udid.app.id)
-            state = .running(Participating(udid, listener: listener))
-        }
-    }
-
-    /// Starts participating on a thread of the library's and returns at once;
-    /// `listener` hears the first identifier when the first resolution is done.
-    func participateInBackground(_ listener: ChangeListener?, function: String) throws(CallFailure) {
-        try state.withLock { (state: inout State) throws(CallFailure) in
-            try Self.checkIdle(state, function: function, app: udid.app.id)
-            state = .starting(listener)
-        }
-        // A thread of its own, not Dispatch's pool: see `EventLoop`.
-        let start: @Sendable () -> Void = { [self] in
-            let participating = Participating(udid, listener: listener)
-            let kept = state.withLock { state -> Bool in
-                guard case .starting = state else { return false }
-                state = .running(participating)
-                return true
+            do throws(OpenUDIDError) {
+                state = .running(try Participating(udid, listener: listener, waitingForFirst: waitingForFirst))
+            } catch {
+                throw CallFailure(error.kind == .tooManyParticipations ? .busy : ErrorCode(error.kind), "\(function): \(error.message)")
             }
-            // Closed meanwhile: nothing of it may outlive the handle.
-            if !kept { participating.stop() }
         }
-        if !startThread(start) { start() }
     }
 
     private static func checkIdle(_ state: State, function: String, app: String) throws(CallFailure) {
@@ -76,18 +59,14 @@ final class Handle: Sendable {
 
     /// Ends the participation: the selection slot is released, then no
     /// callback runs after this returns (unless called from that callback),
-    /// and the listener's destroy function has run. A participation still
-    /// starting is stopped as soon as it is made.
+    /// and the listener's destroy function has run. It never waits for a
+    /// resolution under way.
     func close() {
         let previous = state.withLock { state -> State in
             defer { state = .closed }
             return state
         }
-        switch previous {
-        case .running(let participating): participating.stop()
-        case .starting(let listener): listener?.stop()
-        case .idle, .closed: break
-        }
+        if case .running(let participating) = previous { participating.stop() }
     }
 }
 
@@ -96,11 +75,11 @@ final class Participating: Sendable {
     let participation: Participation
     private let listener: ChangeListener?
 
-    /// Starts `udid`'s participation; returns once the first resolution is served.
-    init(_ udid: OpenUDID, listener: ChangeListener?) {
+    /// Starts `udid`'s participation; with `waitingForFirst`, returns once the first resolution is served.
+    init(_ udid: OpenUDID, listener: ChangeListener?, waitingForFirst: Bool) throws(OpenUDIDError) {
         self.listener = listener
         // From the participation's thread straight to the listener's.
-        participation = udid.participate { change in listener?.enqueue(change.identifier.hex) }
+        participation = try udid.participate(waitingForFirst: waitingForFirst) { change in listener?.enqueue(change.identifier.hex) }
     }
 
     /// Releases the slot at once, then waits for a callback under way: a

@@ -45,11 +45,7 @@ private func participate(
     status { () throws(CallFailure) in
         let handle = try handle(pointer, of: function)
         let listener = ChangeListener.make(onChange, context: context, destroy: destroy)
-        if inBackground {
-            try handle.participateInBackground(listener, function: function)
-        } else {
-            try handle.participate(listener, function: function)
-        }
+        try handle.participate(listener, waitingForFirst: !inBackground, function: function)
     }
 }
 

@@ -72,7 +72,7 @@ func runHost(_ arguments: ParsedCommand) -> Never {
         let firstValue = ContinuousClock.now - started
         var participation: Participation?
         if arguments.has("participate") {
-            let started = udid.participate()
+            let started = try udid.participate()
             let deadline = ContinuousClock.now + .seconds(10)
             while started.slot == nil && ContinuousClock.now < deadline { usleep(5_000) }
             guard started.slot != nil else {

@@ -167,8 +167,13 @@ case "serve":
     // Printed from the participation's own thread: a task would make the
     // process wake once a second while idle (libdispatch's pool on Linux),
     // and the main thread is about to block waiting for a signal.
-    let participation = udid.participate { change in
-        printLine(appScoped ? change.report.appScoped.uuidString.lowercased() : change.identifier.hex)
+    let participation: Participation
+    do {
+        participation = try udid.participate { change in
+            printLine(appScoped ? change.report.appScoped.uuidString.lowercased() : change.identifier.hex)
+        }
+    } catch {
+        fail(error.message, status: Exit.failure)
     }
     var received: Int32 = 0
     while sigwait(&stopSignals, &received) != 0 {}

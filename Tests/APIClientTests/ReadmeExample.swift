@@ -12,7 +12,7 @@ struct Notes {
         print(await udid.value())                      // 40 hex digits, shared by every app
         print(await udid.appScopedValue())             // a UUID for this app alone
 
-        let participation = await udid.participate()   // serve a slot, follow the others
+        let participation = try await udid.participate() // serve a slot, follow the others
         for await change in participation.changes {
             print("now", change.identifier, "from", change.report.origin.rawValue)
         }

@@ -86,4 +86,31 @@ import Testing
         #expect(child.nextLine(timeout: 10) == "destroyed 1")
         #expect(child.wait(timeout: 10) == 0, "\(child.standardError)")
     }
+
+    /// A host with a participating handle per slot (100): each costs what the
+    /// header says, one more fails at once with OPENUDID_EBUSY, not another
+    /// thread, and every thread the handles had is gone after they close.
+    @Test(.requiresXvfb) func aHandlePerSlotCostsWhatTheHeaderSaysAndOneMoreFailsAtOnce() throws {
+        let server = try PrivateXServer()
+        let session = try TestSession(display: server.display)
+        let environment = try Installation.shared.get().environment(session.environment)
+        let child = try ChildProcess(try Installation.manyHandles.get(), [session.namespace, "100"], environment: environment)
+        var figures: [String: [Int]] = [:]
+        var extra = ""
+        while let line = child.nextLine(timeout: 120), line != "done" {
+            let words = line.split(separator: " ", maxSplits: 2).map(String.init)
+            if words.first == "extra" { extra = line } else { figures[words[0]] = words.dropFirst().compactMap { Int($0) } }
+        }
+        #expect(child.wait(timeout: 30) == 0, "\(child.standardError)")
+        let base = try #require(figures["base"])
+        let participating = try #require(figures["participating"])
+        // openudid.h: per participating handle two threads and eight descriptors,
+        // one thread and two descriptors more with a callback; a few for the process.
+        #expect(participating[0] - base[0] <= 50 * 3 + 50 * 2 + 4, "threads: \(base[0]) before, \(participating[0]) with 100 handles")
+        #expect(participating[1] - base[1] <= 50 * 10 + 50 * 8 + 4, "descriptors: \(base[1]) before, \(participating[1]) with 100 handles")
+        #expect(extra.hasPrefix("extra -8 ") && extra.contains("100 participations"), "\(extra)")
+        let closed = figures["closed-us"]?.first ?? -1
+        let cost = "\(participating[0] - base[0]) threads, \(participating[1] - base[1]) descriptors"
+        print("100 participating handles: \(cost); closed in \(closed) µs")
+    }
 }

@@ -102,6 +102,8 @@ final class Installation: Sendable {
     /// The program whose callback blocks while it closes its handle.
     static let blockingClose = Result { try compiled("blocking-close.c", "cc", strictC + ["-pthread"], "blocking-close") }
     static let threadedHost = Result { try compiled("threaded-host.c", "cc", strictC + ["-pthread"], "threaded-host") }
+    /// The host with a participating handle per slot.
+    static let manyHandles = Result { try compiled("many-handles.c", "cc", strictC, "many-handles") }
 
     private static func compiled(_ source: String, _ compiler: String, _ flags: [String], _ output: String) throws -> URL {
         let installation = try shared.get()

@@ -78,7 +78,7 @@ import Testing
         configuration.requiresConsent = true
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
         #expect(!udid.hasConsent)
-        let participation = await udid.participate()
+        let participation = try await udid.participate()
         defer { participation.close() }
         #expect(eventually(timeout: 10) { participation.report.optOut == .noConsent })
         #expect(participation.slot == nil)

@@ -33,7 +33,7 @@ import XSelection
     @Test func aParticipationPublishesItsSlotAndReportsChanges() async throws {
         let session = try TestSession(display: SharedDisplay.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
-        let participation = await notes.participate()
+        let participation = try await notes.participate()
         defer { participation.close() }
         let changes = SequenceReader(participation.changes)
         let first = await changes.next().element
@@ -64,7 +64,7 @@ import XSelection
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
         let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session))
-        return (server, session, await notes.participate())
+        return (server, session, try await notes.participate())
     }
 
     /// Takes slot 0 by force, as a stranger on the display would, serving bytes that are no record.
@@ -128,5 +128,54 @@ import XSelection
         } catch {
             #expect(error.kind == .invalidNamespace)
         }
+    }
+
+    /// Closing releases the slot and ends `changes` at once: it never waits for
+    /// the resolution under way, here one held up by a keyring that never
+    /// answers. The first resolution, through the same keyring, is the measure
+    /// of what a pass costs on this machine now.
+    @Test func closingNeverWaitsForTheResolutionUnderWay() throws {
+        let service = try FakeSecretService(.silent)
+        let session = try TestSession(
+            display: SharedDisplay.display, home: service.home, extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": service.address])
+        let notes = try OpenUDID(app: "com.acme.notes", configuration: configuration(session, mirror: .secretService))
+        let started = ContinuousClock.now
+        let participation = try notes.participate()
+        let pass = ContinuousClock.now - started
+        let slot = try #require(participation.slot)
+        while service.nextCall(timeout: 0.1) != nil {}
+
+        let refresh = Thread { participation.refresh() }
+        refresh.start()
+        // The refresh has reached the keyring: a pass is under way.
+        #expect(service.nextCall() != nil)
+        let closing = ContinuousClock.now
+        participation.close()
+        let closed = ContinuousClock.now - closing
+        #expect(closed * 4 < pass, "close took \(closed), a pass \(pass)")
+        let reader = try SelectionReader(display: SharedDisplay.display)
+        defer { reader.close() }
+        #expect(try reader.owners(of: [SelectionName(session.slotName(slot))]).values.allSatisfy { $0 == nil })
+    }
+
+    /// A process runs at most one participation per slot; one more fails at
+    /// once with an error that says so, and closing one makes room.
+    @Test func participatingBeyondTheSlotsFailsAtOnce() throws {
+        let session = try TestSession(display: SharedDisplay.display)
+        var options = configuration(session)
+        options.slotCount = 2
+        let apps = try ["com.acme.notes", "com.acme.photos", "org.indie.chess"].map { try OpenUDID(app: $0, configuration: options) }
+        let first = try apps[0].participate()
+        let second = try apps[1].participate()
+        defer { second.close() }
+        #expect(throws: OpenUDIDError.self) { try apps[2].participate() }
+        do {
+            _ = try apps[2].participate()
+        } catch {
+            #expect(error.kind == .tooManyParticipations)
+            #expect(error.message.contains("already runs 2 participations"), "\(error.message)")
+        }
+        first.close()
+        try apps[2].participate().close()
     }
 }

@@ -100,7 +100,7 @@ import Testing
             display: session.display, namespace: session.namespace, mirror: .none, environment: session.environment)
         configuration.usesFiles = false
         let udid = try OpenUDID(app: "com.acme.notes", configuration: configuration)
-        let participation = await udid.participate()
+        let participation = try await udid.participate()
         defer { participation.close() }
         #expect(eventually(timeout: 10) { participation.report.identifier.hex == shared })
         // Not waited for once the two answers settle it, or, on a machine too busy

@@ -265,10 +265,17 @@ import Testing
         for app in late {
             #expect(app.current != forgery, "\(app.app) took the spoiler's identifier")
         }
-        let undecided = try TestSession(display: SharedDisplay.display, namespace: session.namespace).report("org.late.reader", Self.files)
-        if (undecided["rejected"] as? [[String: Any]] ?? []).contains(where: { $0["code"] as? String == "undecided" }) {
-            #expect(undecided["provisional"] as? Bool == true, "\(undecided)")
-            #expect(undecided.repair("file-slot")?.outcome == "skipped", "\(undecided)")
+        // A one-shot reader that finds the vote undecided says its identifier is
+        // provisional, saves it nowhere, and exits 3 (printed, not saved).
+        let reader = try TestSession(display: SharedDisplay.display, namespace: session.namespace)
+        let result = try reader.run(["get", "--app", "org.late.reader", "--json"] + Self.files)
+        let report = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any] ?? [:]
+        if (report["rejected"] as? [[String: Any]] ?? []).contains(where: { $0["code"] as? String == "undecided" }) {
+            #expect(report["provisional"] as? Bool == true, "\(report)")
+            #expect(report.repair("file slot")?.outcome == "skipped", "\(report)")
+            #expect(result.status == 3, "\(result.standardError)")
+        } else {
+            #expect(result.status == 0, "\(result.standardError)")
         }
 
         spoiler.signal(SIGKILL)

@@ -43,6 +43,13 @@ public final class FakeSecretService: Sendable {
         }
     }
 
+    /// The name of the next method called on the service (`SearchItems`, ...),
+    /// or nil when none is called within `timeout` seconds.
+    public func nextCall(timeout: TimeInterval = 20) -> String? {
+        guard let line = service.nextLine(timeout: timeout), line.hasPrefix("call ") else { return nil }
+        return String(line.dropFirst(5))
+    }
+
     /// The environment of a process on this bus, plus `extra`.
     public func environment(extra: [String: String] = [:]) -> [String: String] { bus.environment(extra: extra) }
 
@@ -62,6 +69,7 @@ public final class FakeSecretService: Sendable {
         interface = Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0]
         pending = []
         def call(connection, sender, path, name, method, parameters, invocation):
+            print('call', method, flush=True)
             if behaviour == 'vanish-on-call': os._exit(0)
             if behaviour == 'silent': pending.append(invocation); return
             invocation.return_value(GLib.Variant('(s)', ('garbage \\u00e9 \\x01',)))
