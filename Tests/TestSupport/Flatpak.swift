@@ -19,15 +19,17 @@ public final class FlatpakApps: Sendable {
 
     /// Why Flatpak cannot run sandboxes here, or nil when it can.
     private static let unavailable: String? = {
-        for name in ["flatpak", "bwrap"] where DesktopSandbox.Tools.find(name) == nil {
-            return "\(name) is not installed; install it with `apt-get install flatpak bubblewrap` (scripts/bootstrap does)"
+        do {
+            _ = try DesktopSandbox.Tools.require("flatpak", package: "flatpak")
+            // Flatpak's own sandboxing, as it calls bwrap: a machine without user namespaces fails here.
+            let probe = try DesktopSandbox.runCommand(
+                try DesktopSandbox.Tools.require("bwrap", package: "bubblewrap"),
+                ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
+                environment: ["PATH": "/usr/bin:/bin"])
+            return probe.status == 0 ? nil : "bubblewrap cannot make a sandbox: \(probe.standardError)"
+        } catch {
+            return "\(error)"
         }
-        // Flatpak's own sandboxing, as it calls bwrap: a machine without user namespaces fails here.
-        let probe = try? DesktopSandbox.runCommand(
-            DesktopSandbox.Tools.find("bwrap") ?? "bwrap",
-            ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
-            environment: ["PATH": "/usr/bin:/bin"])
-        return probe?.status == 0 ? nil : "bubblewrap cannot make a sandbox: \(probe?.standardError ?? "it did not run")"
     }()
 
     /// The runtime's OSTree repository, made once.
@@ -75,18 +77,12 @@ public final class FlatpakApps: Sendable {
 
     @discardableResult
     private static func flatpak(_ arguments: [String], _ environment: [String: String]) throws(HarnessError) -> String {
-        let result = try DesktopSandbox.runCommand(try executable("flatpak"), arguments, environment: environment, timeout: 120)
+        let result = try DesktopSandbox.runCommand(
+            try DesktopSandbox.Tools.require("flatpak", package: "flatpak"), arguments, environment: environment, timeout: 120)
         guard result.status == 0 else {
             throw HarnessError("flatpak \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.standardError)")
         }
         return result.standardOutput
-    }
-
-    private static func executable(_ name: String) throws(HarnessError) -> String {
-        guard let path = DesktopSandbox.Tools.find(name) else {
-            throw HarnessError("\(name) is not installed; install it with `apt-get install flatpak bubblewrap` (scripts/bootstrap does)")
-        }
-        return path
     }
 
     // MARK: - The runtime
@@ -94,7 +90,8 @@ public final class FlatpakApps: Sendable {
     /// Exports the runtime once, or finds it exported by an earlier run.
     private static func makeRuntime() throws(HarnessError) -> String {
         let files = try runtimeFiles()
-        let version = try DesktopSandbox.runCommand(try executable("flatpak"), ["--version"], environment: ["PATH": "/usr/bin:/bin"])
+        let version = try DesktopSandbox.runCommand(
+            try DesktopSandbox.Tools.require("flatpak", package: "flatpak"), ["--version"], environment: ["PATH": "/usr/bin:/bin"])
         var description = version.standardOutput
         for (source, destination) in files.sorted(by: { $0.key < $1.key }) {
             var status = stat()
@@ -156,7 +153,8 @@ public final class FlatpakApps: Sendable {
         }
         var files = [libsecret: "usr/lib/\(multiarch)/libsecret-1.so.0", "/sbin/ldconfig": "usr/sbin/ldconfig", "/bin/dash": "usr/bin/sh"]
         for program in [Tools.product("openudid").path, libsecret] {
-            let ldd = try DesktopSandbox.runCommand(try executable("ldd"), [program], environment: ["PATH": "/usr/bin:/bin"])
+            let ldd = try DesktopSandbox.runCommand(
+                try DesktopSandbox.Tools.require("ldd", package: "libc-bin"), [program], environment: ["PATH": "/usr/bin:/bin"])
             for line in ldd.standardOutput.split(separator: "\n") {
                 let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
                 if words.count >= 3, words[1] == "=>", words[2].hasPrefix("/") {
