@@ -44,14 +44,14 @@ extension OpenUDID {
         var problems: [String] = []
         // The erasure lock of the real namespace and of every namespace directory.
         var lockPaths = [paths.erasureLock]
-        let namespaces = paths.dataHome + "/openudid/ns"
+        let namespaces = paths.sharedHome + "/openudid/ns"
         for name in Self.entries(of: namespaces, fs: fs, problems: &problems) where StoragePaths.isValidNamespace(name) {
             lockPaths.append(namespaces + "/" + name + "/erase.lock")
         }
-        let erasing = dryRun ? nil : try ErasureLock.take(lockPaths, below: paths.dataHome, fileSystem: fs)
+        let erasing = dryRun ? nil : try ErasureLock.take(lockPaths, below: paths.sharedHome, fileSystem: fs)
         defer { erasing?.finish() }
         // The library's own trees: everything in them is its.
-        for root in [paths.dataHome + "/openudid", paths.configHome + "/openudid"] {
+        for root in Set([paths.sharedHome + "/openudid", paths.dataHome + "/openudid", paths.configHome + "/openudid"]).sorted() {
             Self.walk(root, fs: fs, files: &files, directories: &directories, problems: &problems)
         }
         files.removeAll { lockPaths.contains($0) }

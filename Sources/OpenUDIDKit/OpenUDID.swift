@@ -138,7 +138,7 @@ public final class OpenUDID: Sendable {
     ///   this app's id and cannot be deleted (its message says where it stays).
     public func withdrawConsent() throws(OpenUDIDError) {
         let erasing = try ErasureLock.take(
-            [engine.paths.erasureLock], below: engine.paths.dataHome, fileSystem: engine.fileSystem)
+            [engine.paths.erasureLock], below: engine.paths.sharedHome, fileSystem: engine.fileSystem)
         defer { erasing.finish() }
         do {
             try AtomicFile.remove(engine.paths.consentFile(for: app), below: engine.paths.dataHome, fileSystem: engine.fileSystem)
@@ -193,7 +193,7 @@ public final class OpenUDID: Sendable {
         let paths: StoragePaths
         do { identity = try AppIdentity(app) } catch { throw OpenUDIDError(error) }
         do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
-        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.dataHome)
+        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.sharedHome)
         defer { erasing.finish() }
         do {
             try FileSlotStore(paths: paths).remove(app: identity.id)

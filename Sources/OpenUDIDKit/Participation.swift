@@ -375,12 +375,13 @@ final class ParticipationCore: @unchecked Sendable {
         guard !stopped else { return }
         let previous = report?.identifier
         var fresh = udid.exclusively { engine.resolve(slot: slot, after: report) }
-        // Without files there is no file lock to serialise generating: apps
-        // started at once from nothing would each publish an identifier of
-        // their own and, with every tie going to the value an app holds, stay
-        // apart. The X server serialises them instead (docs/PROTOCOL.md §6).
+        // Without shared files there is no file lock to serialise generating:
+        // apps started at once from nothing would each publish an identifier
+        // of their own and, with every tie going to the value an app holds,
+        // stay apart. The X server serialises them instead (docs/PROTOCOL.md §6).
         var generationLock: SelectionName?
-        if fresh.origin == .generated, !udid.configuration.usesFiles, let lock = takeGenerationLock() {
+        let sharesFiles = udid.configuration.usesFiles && engine.paths.filesShared
+        if fresh.origin == .generated, !sharesFiles, let lock = takeGenerationLock() {
             generationLock = lock
             fresh = udid.exclusively { engine.resolve(slot: slot, after: report) }
         }

@@ -49,7 +49,7 @@ extension OpenUDID {
         let fs = FileSystem.system
         // Apps' writes of their copies wait while the reset holds this, and drop
         // what they read before it (docs/PROTOCOL.md §9).
-        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.dataHome, fileSystem: fs)
+        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.sharedHome, fileSystem: fs)
         defer { erasing.finish() }
         var problems: [String] = []
         let marker = ResetMarker(paths: paths, fileSystem: fs)

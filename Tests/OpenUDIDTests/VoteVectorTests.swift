@@ -49,7 +49,8 @@ import Testing
         let reset = try Self.reset(object)
         let resolution = Resolution.resolve(
             candidates: candidates, local: local, held: held, heldIsProvisional: object["heldProvisional"] as? Bool ?? false,
-            keepsFiles: object["keepsFiles"] as? Bool ?? true, policy: policy, app: object["app"] as? String, reset: reset,
+            keepsFiles: object["keepsFiles"] as? Bool ?? true, privateFiles: object["privateFiles"] as? Bool ?? false, policy: policy,
+            app: object["app"] as? String, reset: reset,
             unknownClients: Set((object["spoiled"] as? [Int] ?? []).map { UInt32($0) })
         ) { generation in
             // With the reset's key, a generated identifier is the one bound to it.

@@ -84,13 +84,14 @@ extension Engine {
         durableInHand: DurableInHand, held: SlotRecord?, heldIsProvisional: Bool, now: Date
     ) -> @Sendable ([SelectionSlots.Reading], Set<UInt32>) -> Bool {
         let keepsFiles = configuration.usesFiles
+        let privateFiles = !paths.filesShared
         let policy = configuration.policy
         let app = app.id
         return { readings, outstanding in
             guard let durable = durableInHand.candidates.withLock({ $0 }) else { return false }
             let resolution = Resolution.resolve(
                 candidates: durable.candidates + readings.compactMap(\.candidate), local: nil, held: held,
-                heldIsProvisional: heldIsProvisional, keepsFiles: keepsFiles,
+                heldIsProvisional: heldIsProvisional, keepsFiles: keepsFiles, privateFiles: privateFiles,
                 policy: policy, app: app, reset: durable.reset
             ) { _ in (Identifier.random(), Milliseconds.since1970(now)) }
             return Resolution.isSettled(resolution, outstanding: outstanding)

@@ -109,10 +109,10 @@ extension Engine {
     private func takeGenerationLock(gathered: inout Gathered, now: Date) -> Result<FileLock, FileLock.Failure>? {
         let path = paths.generationLock
         let giveUp = ContinuousClock.now + Self.generationWait
-        let first = FileLock.acquire(path, waitingAtMost: .zero, below: paths.dataHome, fileSystem: fileSystem)
+        let first = FileLock.acquire(path, waitingAtMost: .zero, below: paths.sharedHome, fileSystem: fileSystem)
         guard case .failure(let problem) = first, problem.kind == .timedOut else { return first }
         switch FileLock.acquire(
-            path, mode: .shared, waitingAtMost: ContinuousClock.now.duration(to: giveUp), below: paths.dataHome, fileSystem: fileSystem)
+            path, mode: .shared, waitingAtMost: ContinuousClock.now.duration(to: giveUp), below: paths.sharedHome, fileSystem: fileSystem)
         {
         case .success(let shared):
             let found = readFileSlotsAgain(into: &gathered, now: now)
@@ -123,7 +123,7 @@ extension Engine {
             return .failure(problem)
         }
         return FileLock.acquire(
-            path, waitingAtMost: max(ContinuousClock.now.duration(to: giveUp), .zero), below: paths.dataHome, fileSystem: fileSystem)
+            path, waitingAtMost: max(ContinuousClock.now.duration(to: giveUp), .zero), below: paths.sharedHome, fileSystem: fileSystem)
     }
 
     /// Reads the file slots again and, if they hold any record now, puts
@@ -149,7 +149,7 @@ extension Engine {
         let local: SlotRecord? = if case .identifier(let record) = gathered.local { record } else { nil }
         return Resolution.resolve(
             candidates: gathered.candidates, local: local, held: gathered.held, heldIsProvisional: gathered.heldIsProvisional,
-            keepsFiles: configuration.usesFiles, policy: configuration.policy, app: app.id,
+            keepsFiles: configuration.usesFiles, privateFiles: !paths.filesShared, policy: configuration.policy, app: app.id,
             reset: gathered.reset, unknownClients: gathered.spoiledClients
         ) { generation in
             // After a reset whose key is known, the new identifier is bound to it,

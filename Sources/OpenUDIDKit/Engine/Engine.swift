@@ -51,7 +51,7 @@ final class Engine: @unchecked Sendable {
         fileSlots = FileSlotStore(paths: paths, fileSystem: configuration.fileSystem)
         localCache = LocalCache(app: app, paths: paths, fileSystem: configuration.fileSystem)
         erasureFence = ErasureFence(
-            path: paths.erasureLock, root: paths.dataHome,
+            path: paths.erasureLock, root: paths.sharedHome,
             consentFile: configuration.requiresConsent ? paths.consentFile(for: app) : nil,
             enabled: configuration.usesFiles, fileSystem: configuration.fileSystem)
         fileSlot = FencedPlace(place: FileSlotPlace(store: fileSlots, app: app.id), fence: erasureFence)

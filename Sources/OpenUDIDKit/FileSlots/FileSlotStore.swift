@@ -40,7 +40,7 @@ package struct FileSlotStore: Sendable, Hashable {
     ///   - paths: The storage locations to use.
     ///   - fileSystem: The file system to go through.
     package init(paths: StoragePaths, fileSystem: FileSystem = .system) {
-        self.init(directory: paths.slotsDirectory, root: paths.dataHome, fileSystem: fileSystem)
+        self.init(directory: paths.slotsDirectory, root: paths.sharedHome, fileSystem: fileSystem)
     }
 
     /// The path of `app`'s slot file, `<directory>/<app>.json`.

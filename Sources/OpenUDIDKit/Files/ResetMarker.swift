@@ -24,7 +24,7 @@ package struct ResetMarker: Sendable {
     package init(paths: StoragePaths, fileSystem: FileSystem = .system) {
         path = paths.resetMarker
         keyPath = paths.resetKey
-        root = paths.dataHome
+        root = paths.sharedHome
         self.fileSystem = fileSystem
     }
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import InputGate
 
 /// Where OpenUDID keeps its files, following the XDG Base Directory specification.
 ///
@@ -18,9 +19,28 @@ import Glibc
 /// directories to `<data>/openudid/ns/<namespace>/` and names the local cache
 /// `openudid-<namespace>.json`, so that experiments never mix with real use.
 /// The opt-out marker is never namespaced: a user who opts out means it everywhere.
+///
+/// In a Flatpak sandbox `$XDG_DATA_HOME` is the app's own (`~/.var/app/<id>/data`),
+/// which no other app reads. The shared `openudid/` directory is then the
+/// host's (`$HOST_XDG_DATA_HOME`, or `$HOME/.local/share`) where the sandbox
+/// was given it (`--filesystem=xdg-data/openudid`, which binds it in: it is a
+/// mount point in the sandbox), and the app's own otherwise,
+/// where what it keeps is private: `filesShared` says which (docs/PROTOCOL.md
+/// §4). The opt-out marker likewise comes from the host's config directory
+/// where `--filesystem=xdg-config/openudid:ro` shows it.
 package struct StoragePaths: Sendable, Hashable {
-    /// The XDG data home, without a trailing slash.
+    /// The XDG data home, without a trailing slash: where the app's own files
+    /// (its local cache, its consent) live.
     package let dataHome: String
+    /// The data home that holds the shared `openudid/` directory: `dataHome`,
+    /// or the host's in a sandbox that may see it.
+    package let sharedHome: String
+    /// Whether every app of the user reads the shared files; false for a
+    /// sandbox's own directory, whose files are the app's own evidence alone.
+    package let filesShared: Bool
+    /// The config home of the user-wide opt-out marker: `configHome`, or the
+    /// host's in a sandbox that may see it.
+    private let sharedConfigHome: String
     /// The XDG config home, without a trailing slash.
     package let configHome: String
     /// The namespace that separates an experiment's files, or `nil` for real use.
@@ -62,11 +82,64 @@ package struct StoragePaths: Sendable, Hashable {
             configHome = Self.joined(try home(), ".config")
         }
         self.namespace = namespace
+        // A sandbox sees the host's directories only where it was given them.
+        let sandboxed = SessionEnvironment.flatpakApp(environment) != nil
+        let userHome = try? home()
+        let hostData = absolute("HOST_XDG_DATA_HOME") ?? userHome.map { Self.joined($0, ".local/share") } ?? dataHome
+        let hostConfig = absolute("HOST_XDG_CONFIG_HOME") ?? userHome.map { Self.joined($0, ".config") } ?? configHome
+        let mounts = sandboxed ? Self.mountPoints() : []
+        let seesHostData = mounts.contains(Self.canonical(Self.joined(hostData, "openudid")))
+        sharedHome = seesHostData ? hostData : dataHome
+        let boundHere = mounts.contains(Self.canonical(Self.joined(dataHome, "openudid")))
+        filesShared = !sandboxed || seesHostData || hostData == dataHome || boundHere
+        let seesHostConfig = mounts.contains(Self.canonical(Self.joined(hostConfig, "openudid")))
+        sharedConfigHome = seesHostConfig ? hostConfig : configHome
+    }
+
+    /// The mount points of this process's mount namespace, from
+    /// `/proc/self/mountinfo` (read through the file gate). Flatpak gives a
+    /// sandbox a host directory by binding it in at the host's path: such a
+    /// directory is a mount point there, while one of the sandbox's own is not.
+    static func mountPoints(_ mountinfo: String = "/proc/self/mountinfo") -> Set<String> {
+        guard case .success(let bytes?) = FileGate.read(mountinfo, limit: 4 << 20, links: .followed) else { return [] }
+        var points: Set<String> = []
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            // "id parent major:minor root mount-point options ...": the fifth field,
+            // its space, tab, line feed and backslash written as octal escapes.
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5)
+            guard fields.count > 4 else { continue }
+            points.insert(unescaped(fields[4]))
+        }
+        return points
+    }
+
+    private static func unescaped(_ field: ArraySlice<UInt8>) -> String {
+        var bytes: [UInt8] = []
+        var index = field.startIndex
+        while index < field.endIndex {
+            if field[index] == UInt8(ascii: "\\"), index + 3 < field.endIndex,
+                let value = UInt8(String(decoding: field[(index + 1)...(index + 3)], as: UTF8.self), radix: 8)
+            {
+                bytes.append(value)
+                index += 4
+            } else {
+                bytes.append(field[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `path` with every link resolved, as mountinfo names it; `path` itself when it does not exist.
+    private static func canonical(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// `<data>/openudid`, or its namespace directory.
     private var sharedRoot: String {
-        let root = Self.joined(dataHome, "openudid")
+        let root = Self.joined(sharedHome, "openudid")
         guard let namespace else { return root }
         return Self.joined(root, "ns/\(namespace)")
     }
@@ -109,7 +182,7 @@ package struct StoragePaths: Sendable, Hashable {
     }
 
     /// The file whose presence means the user opted out of OpenUDID altogether.
-    package var optOutMarker: String { Self.joined(configHome, "openudid/opt-out") }
+    package var optOutMarker: String { Self.joined(sharedConfigHome, "openudid/opt-out") }
 
     /// Whether `namespace` may name a namespace.
     ///

@@ -13,9 +13,14 @@ struct Ballots {
     /// The tier that decided, or nil when nobody votes.
     private(set) var tier: Resolution.Tier?
     /// The identifier that wins a tie in the live tier: the one the app holds.
-    private var preferred: Identifier?
+    private(set) var preferred: Identifier?
+    /// The app's own ballot in the live tier: its held value, or with private
+    /// files the record that stands for all its own evidence.
+    private(set) var ownLive: Candidate?
     /// The earliest `born` per identifier among the deciding tier's records.
     private var births: [Identifier: Int64] = [:]
+    /// Whether the app's files are its own alone (see `init`).
+    private let privateFiles: Bool
     /// The current user reset generation: the reset marker's, or a higher one
     /// that a durable record or the held value carries. Records of older
     /// generations are superseded.
@@ -33,8 +38,16 @@ struct Ballots {
     ///   - candidates: Every candidate, the held value (source `.held`) among them.
     ///   - app: The resolving app, for whom the mirror and the held value speak.
     ///   - heldTier: The tier the held value belongs to.
+    ///   - privateFiles: Whether the places the app reads its files from are
+    ///     its own alone (a sandbox's data directory): what they hold is then the
+    ///     app's own evidence, voting with its held value in the live tier,
+    ///     not shared evidence that outranks the apps it can see (§6.1).
     ///   - reset: What the user's reset marker and key say.
-    init(_ candidates: [Candidate], app: String?, heldTier: Resolution.Tier, reset: ResetEvidence = ResetEvidence()) {
+    init(
+        _ candidates: [Candidate], app: String?, heldTier: Resolution.Tier, privateFiles: Bool = false,
+        reset: ResetEvidence = ResetEvidence()
+    ) {
+        self.privateFiles = privateFiles
         let sorted = candidates.map { ($0, $0.sourceKey()) }
             .sorted { $0.0.precedes($1.0, sourceKeys: ($0.1, $1.1)) }
             .enumerated().map { Entry(candidate: $0.element.0, rank: $0.offset) }
@@ -48,7 +61,7 @@ struct Ballots {
         // marker to go by. A selection can never raise it.
         var generation = reset.generation
         var ahead: Set<Int> = []
-        for entry in sorted where entry.isHeld || Self.tier(of: entry, heldTier: heldTier) == .durable {
+        for entry in sorted where entry.isHeld || Self.tier(of: entry, heldTier: heldTier, privateFiles: false) == .durable {
             if case .fileSlot(let owner) = entry.candidate.source, owner != entry.record.app { continue }
             if case .vendorMirror(_, let vendor) = entry.candidate.source, vendor != entry.record.vendor { continue }
             if case .localCache = entry.candidate.source, let app, app != entry.record.app { continue }
@@ -66,7 +79,7 @@ struct Ballots {
         let binding = reset.binding(of: generation)
         let entries = sorted.filter { entry in
             let record = entry.record
-            let isSelection = Self.tier(of: entry, heldTier: heldTier) == .live && !entry.isHeld
+            let isSelection: Bool = if case .selection = entry.candidate.source { true } else { false }
             let reason: Resolution.Ignored.Reason? =
                 if ahead.contains(entry.rank) {
                     .ahead
@@ -105,7 +118,7 @@ struct Ballots {
                 ignored.append((entry, .misplaced))
             case .vendorMirror(_, let vendor):
                 mirrorsByVendor[vendor, default: []].append(entry)
-            case .held where heldTier == .live:
+            case .held where heldTier == .live && !privateFiles:
                 liveHeld = entry
             case .held:
                 durableByApp[entry.record.app, default: []].append(entry)
@@ -152,6 +165,16 @@ struct Ballots {
             }
         }
 
+        // Private files are the app's own evidence, not shared: its representative
+        // is its held value in the live tier, and any other app's a live ballot.
+        var privateBallots: [Entry] = []
+        if privateFiles {
+            if let app, let own = representatives[app], !own.record.optOut {
+                liveHeld = representatives.removeValue(forKey: app)
+            }
+            privateBallots = Array(representatives.values)
+            representatives.removeAll()
+        }
         var durable: [Entry] = []
         for entry in representatives.values {
             if entry.record.optOut { ignored.append((entry, .optedOut)) } else { durable.append(entry) }
@@ -175,6 +198,7 @@ struct Ballots {
             }
         }
         if let liveHeld { live.append(liveHeld) }
+        live += privateBallots
         live = live.filter { entry in
             if entry.record.optOut { ignored.append((entry, .optedOut)) }
             return !entry.record.optOut
@@ -203,14 +227,18 @@ struct Ballots {
         } else if !live.isEmpty {
             tier = .live
             deciding = live
-            preferred = liveHeld?.record.id
+            // Ties go to the value the app holds, except for an app whose files
+            // are private: equal groups of apps that see each other only on the
+            // display then converge on the identifier born first (§6.3 item 5).
+            if !privateFiles { preferred = liveHeld?.record.id }
+            ownLive = liveHeld?.candidate
         } else {
             deciding = []
         }
 
         // An identifier is as old as its oldest record in the deciding tier,
         // counted or not: copying never makes it younger.
-        for entry in entries where !entry.record.optOut && Self.tier(of: entry, heldTier: heldTier) == tier {
+        for entry in entries where !entry.record.optOut && Self.tier(of: entry, heldTier: heldTier, privateFiles: privateFiles) == tier {
             if case .fileSlot(let owner) = entry.candidate.source, owner != entry.record.app { continue }
             if case .vendorMirror(_, let vendor) = entry.candidate.source, vendor != entry.record.vendor { continue }
             if case .localCache = entry.candidate.source, let app, app != entry.record.app { continue }
@@ -243,11 +271,11 @@ struct Ballots {
     /// The earliest `born` of `identifier` in the deciding tier.
     func birth(of identifier: Identifier) -> Int64? { births[identifier] }
 
-    private static func tier(of entry: Entry, heldTier: Resolution.Tier) -> Resolution.Tier {
+    private static func tier(of entry: Entry, heldTier: Resolution.Tier, privateFiles: Bool) -> Resolution.Tier {
         switch entry.candidate.source {
         case .selection: .live
-        case .held: heldTier
-        case .fileSlot, .localCache, .vendorMirror: .durable
+        case .held: privateFiles ? .live : heldTier
+        case .fileSlot, .localCache, .vendorMirror: privateFiles ? .live : .durable
         }
     }
 

@@ -169,6 +169,9 @@ package struct Resolution: Sendable, Hashable {
     /// with no ballot but its own for it (§6.4). A provisional identifier is
     /// written to no durable place, so it never outranks a later decided majority.
     package let provisional: Bool
+    /// The identifier the live tier gives its ties to: the value the app holds
+    /// (not for an app whose files are private), when the live tier decided.
+    let liveTiesGoTo: Identifier?
 
     /// The winner of the vote, whether or not the app adopted it; `nil` when nobody voted.
     package var consensus: Identifier? { tally.first?.identifier }
@@ -236,6 +239,7 @@ package struct Resolution: Sendable, Hashable {
         held: SlotRecord? = nil,
         heldIsProvisional: Bool = false,
         keepsFiles: Bool = true,
+        privateFiles: Bool = false,
         policy: ResolutionPolicy = .followConsensus,
         app: String? = nil,
         reset: ResetEvidence,
@@ -247,13 +251,13 @@ package struct Resolution: Sendable, Hashable {
         if let held { all.append(Candidate(held, from: .held)) }
         let resolvingApp = app ?? local?.app ?? held?.app
         let heldTier: Tier = keepsFiles && !heldIsProvisional ? .durable : .live
-        var ballots = Ballots(all, app: resolvingApp, heldTier: heldTier, reset: reset)
+        var ballots = Ballots(all, app: resolvingApp, heldTier: heldTier, privateFiles: privateFiles, reset: reset)
         // A spoiled answer is an unknown ballot, not a lost one: without the
         // selections the app keeps its own value or generates one.
         let undecided = ballots.tier == .live && !isSettled(ballots, outstanding: unknownClients)
         if undecided {
             all.removeAll { if case .selection = $0.source { true } else { false } }
-            ballots = Ballots(all, app: resolvingApp, heldTier: heldTier, reset: reset)
+            ballots = Ballots(all, app: resolvingApp, heldTier: heldTier, privateFiles: privateFiles, reset: reset)
         }
         let tally = ballots.tally()
         // A value of an older generation is no value of the app's any more: the user reset it.
@@ -297,11 +301,11 @@ package struct Resolution: Sendable, Hashable {
         // Provisional until a ballot other than its own holder's is cast for it.
         let provisional =
             (origin == .generated && undecided)
-            || (heldIsProvisional && identifier == held?.id && !agreeing.contains { $0.source != .held })
+            || (heldIsProvisional && identifier == held?.id && !agreeing.contains { $0 != ballots.ownLive && $0.source != .held })
         return Resolution(
             identifier: identifier, born: born, origin: origin, generation: current, decidedBy: ballots.tier, tally: tally,
             agreeing: agreeing, disagreeing: ballots.voting.filter { $0.record.id != identifier },
             ignored: ballots.ignored, conflicts: ballots.conflicts, replaced: replaced, disagreement: disagreement,
-            undecided: undecided, provisional: provisional)
+            undecided: undecided, provisional: provisional, liveTiesGoTo: ballots.preferred)
     }
 }

@@ -23,7 +23,9 @@ extension Resolution {
     ///     that owned, at the owner query, a selection slot that has not answered.
     /// - Returns: Whether no answers of the outstanding clients can change the winner.
     package static func isSettled(_ resolution: Resolution, outstanding: Set<UInt32>) -> Bool {
-        isSettled(decidedBy: resolution.decidedBy, tally: resolution.tally, agreeing: resolution.agreeing, outstanding: outstanding)
+        isSettled(
+            decidedBy: resolution.decidedBy, tally: resolution.tally, agreeing: resolution.agreeing,
+            tiesGoTo: resolution.liveTiesGoTo, outstanding: outstanding)
     }
 
     /// Whether the ballots' winner wins whatever the `outstanding` clients vote.
@@ -31,10 +33,13 @@ extension Resolution {
         let tally = ballots.tally()
         let winner = tally.first?.identifier
         return isSettled(
-            decidedBy: ballots.tier, tally: tally, agreeing: ballots.voting.filter { $0.record.id == winner }, outstanding: outstanding)
+            decidedBy: ballots.tier, tally: tally, agreeing: ballots.voting.filter { $0.record.id == winner },
+            tiesGoTo: ballots.preferred, outstanding: outstanding)
     }
 
-    private static func isSettled(decidedBy: Tier?, tally: [Tally], agreeing: [Candidate], outstanding: Set<UInt32>) -> Bool {
+    private static func isSettled(
+        decidedBy: Tier?, tally: [Tally], agreeing: [Candidate], tiesGoTo: Identifier?, outstanding: Set<UInt32>
+    ) -> Bool {
         if decidedBy == .durable || outstanding.isEmpty { return true }
         guard let leader = tally.first else { return false }
         // Outstanding clients whose counted ballot is for the winner may move it.
@@ -48,7 +53,7 @@ extension Resolution {
         let winnerAtWorst = leader.votes - movable
         let challengerAtBest = runnerUp + outstanding.count
         if winnerAtWorst > challengerAtBest { return true }
-        let winsTies = agreeing.contains { $0.source == .held }
+        let winsTies = tiesGoTo != nil && leader.identifier == tiesGoTo
         return winnerAtWorst == challengerAtBest && winsTies
     }
 }

@@ -40,7 +40,7 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     ///   - paths: The storage locations to use.
     ///   - fileSystem: The file system to go through.
     package init(paths: StoragePaths, fileSystem: FileSystem = .system) {
-        self.init(directory: paths.vendorsDirectory, root: paths.dataHome, fileSystem: fileSystem)
+        self.init(directory: paths.vendorsDirectory, root: paths.sharedHome, fileSystem: fileSystem)
     }
 
     /// The path of `vendor`'s file, `<directory>/<vendor>.json`.
