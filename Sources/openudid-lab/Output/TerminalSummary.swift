@@ -36,11 +36,13 @@ enum TerminalSummary {
         if let population {
             let day = population.parameters.days
             let shares = sharedColumns.dropFirst().map {
-                "\($0.title) \(PopulationMarkdown.percent(population.stability($0, atDay: day)))"
+                "\($0.title) \(PopulationMarkdown.percent(population.stabilityOfInstalled($0, atDay: day)))"
             }
+            lines.append("  the population:   \(directory)/population.md")
             lines += wrapped(
-                "the population:   \(directory)/population.md: of \(population.parameters.users) simulated users, on their "
-                    + "day-0 identifier at day \(day): " + shares.joined(separator: ", "), indent: "  ", continuation: "      ")
+                "Of \(population.parameters.users) simulated users, \(PopulationMarkdown.percent(population.installed[day])) "
+                    + "still have their app on day \(day); of those, on the day-0 identifier: " + shares.joined(separator: ", "),
+                indent: "", continuation: "  ")
         }
         return lines.joined(separator: "\n") + "\n"
     }

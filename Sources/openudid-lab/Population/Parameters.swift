@@ -89,7 +89,7 @@ struct PopulationParameters: Sendable, Equatable {
         + Rate.all.map { rate in
             .value(
                 rate.key, rate.key == "sandboxed" ? "SHARE" : "RATE", help: rate.meaning, default: number(rate.defaultValue),
-                check: .number(atLeast: 0))
+                mayRepeat: true, check: .number(atLeast: 0))
         }
 
     /// The parameters a command line gives, or a usage error that names the option.

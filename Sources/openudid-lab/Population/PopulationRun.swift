@@ -162,10 +162,18 @@ enum PopulationRun {
         }
         let object: [String: Any] = [
             "users": parameters.users, "days": parameters.days, "seed": parameters.seed, "seconds": seconds,
-            "rates": parameters.rates, "schemes": schemes
+            "rates": parameters.rates, "schemes": schemes, "peakMemoryBytes": peakMemoryBytes()
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The most memory this process has held (VmHWM), in bytes; 0 where /proc does not say.
+    private static func peakMemoryBytes() -> Double {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+        let kibibytes = line?.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Double($0) }
+        return (kibibytes ?? 0) * 1024
     }
 
     private static func seconds(_ duration: Duration) -> Double {

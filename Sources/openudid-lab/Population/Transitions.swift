@@ -114,8 +114,21 @@ struct TransitionTable: Codable, Equatable, Sendable {
         let bystander: Effect
     }
 
+    /// The lab's cell each situation was read from, so that a reader (or a test) can look it up in `lab.json`.
+    struct Cell: Codable, Equatable, Sendable {
+        /// The step's key, in each environment's scenario.
+        let step: String
+        /// The app the event happens to, and the one that looks on (nil where none runs).
+        let actor: String
+        let bystander: String?
+    }
+
     /// Where the lab's vendor mirror lived when it measured these (`secret-service` or `file`).
     let mirrorStore: String
+    /// The scenario of each environment, by raw value.
+    let scenarios: [String: String]
+    /// The cell of each situation, by raw value.
+    let cells: [String: Cell]
     /// `effects[environment][situation][scheme]`, by raw values, so that the JSON reads plainly.
     let effects: [String: [String: [String: Pair]]]
 
@@ -177,7 +190,15 @@ struct TransitionTable: Codable, Equatable, Sendable {
                 }
             }
         }
-        return TransitionTable(mirrorStore: report.mirrorStore, effects: effects)
+        return TransitionTable(
+            mirrorStore: report.mirrorStore,
+            scenarios: Dictionary(uniqueKeysWithValues: Environment.allCases.map { ($0.rawValue, $0.scenario) }),
+            cells: Dictionary(
+                uniqueKeysWithValues: Situation.allCases.map { situation in
+                    let cell = situation.cell
+                    return (situation.rawValue, Cell(step: cell.step, actor: cell.actor.id, bystander: cell.bystander?.id))
+                }),
+            effects: effects)
     }
 }
 
