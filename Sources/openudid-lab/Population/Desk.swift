@@ -23,6 +23,9 @@ final class Desk {
     private let actorEffect: UnsafeMutablePointer<Effect>, bystanderEffect: UnsafeMutablePointer<Effect>
     /// The schemes an event can change, `activeStart[row] ..< activeStart[row + 1]` in `active`.
     private let active: UnsafeMutablePointer<Int>, activeStart: UnsafeMutablePointer<Int>
+    /// Per environment and situation: whether its only effects are new values of their own, in
+    /// schemes in which every effect is (`dormant`).
+    private let onlyRenews: UnsafeMutablePointer<Bool>
     /// Whether a lost keyring takes a scheme's value, per environment and scheme.
     private let wipedByKeyringLoss: UnsafeMutablePointer<Bool>
     /// `seen[scheme * apps + app]`, `vendorMemory[scheme * vendors + vendor]`, `anyMemory[scheme]`, `dayZero[scheme]`.
@@ -56,6 +59,7 @@ final class Desk {
         activeStart = buffer(rules.active.reduce(into: [0]) { $0.append($0.last! + $1.count) })
         wipedByKeyringLoss = buffer(
             rules.wipedByKeyringLoss.flatMap { wiped in (0..<rules.schemes).map { wiped.contains($0) } })
+        onlyRenews = buffer(rules.onlyRenews)
         seen = buffer(Array(repeating: noneYet, count: schemes * apps))
         vendorMemory = buffer(Array(repeating: noneYet, count: schemes * vendors))
         anyMemory = buffer(Array(repeating: noneYet, count: schemes))
@@ -67,11 +71,10 @@ final class Desk {
 
     deinit {
         for pointer in [seen, vendorMemory, anyMemory, dayZero] { pointer.deallocate() }
-        for pointer in [optedOut, broken, stable, wipedByKeyringLoss] { pointer.deallocate() }
+        for pointer in [optedOut, broken, stable, wipedByKeyringLoss, onlyRenews] { pointer.deallocate() }
         for pointer in [perDay, rates] { pointer.deallocate() }
         for pointer in [active, activeStart] { pointer.deallocate() }
-        actorEffect.deallocate()
-        bystanderEffect.deallocate()
+        for pointer in [actorEffect, bystanderEffect] { pointer.deallocate() }
     }
 
     private func vendor(_ app: Int) -> Int { app / appsPerVendor }
@@ -84,7 +87,6 @@ final class Desk {
         random = SplitMix64.forUser(user, seed: parameters.seed)
         environment = random.uniform() < parameters[rate: "sandboxed"] ? 1 : 0
         // Day 0: the user's apps, drawn without repeats; the first is the one whose identifier is followed.
-        installed = 0
         tracked = random.below(apps)
         installed = bit(tracked)
         while installed.nonzeroBitCount < parameters.apps {
@@ -105,11 +107,17 @@ final class Desk {
         settle(into: &result)
 
         var next = 0
+        var total = 0.0
+        var stale = true
         while true {
-            var total = 0.0
-            for index in 0..<Event.count {
-                rates[index] = rate(of: Event(rawValue: index)!)
-                total += rates[index]
+            // The rates change only with the apps installed and with what the first app has lost.
+            if stale {
+                total = 0
+                for index in 0..<Event.count {
+                    rates[index] = rate(of: Event(rawValue: index)!)
+                    total += rates[index]
+                }
+                stale = false
             }
             now += total > 0 ? -log(1 - random.uniform()) / total : Double.infinity
             while next < checkpoints.count, Double(checkpoints[next]) <= now {
@@ -125,7 +133,10 @@ final class Desk {
                 pick -= rates[index]
             }
             happen(event)
-            if unsettled { settle(into: &result) }
+            if unsettled {
+                settle(into: &result)
+                stale = true
+            }
         }
     }
 
@@ -135,9 +146,22 @@ final class Desk {
         case .install: return everInstalled.nonzeroBitCount < apps ? base : 0
         case .remove: return base * Double(installed.nonzeroBitCount)
         case .reinstall: return base * Double((everInstalled & ~installed).nonzeroBitCount)
-        case .restart, .relaunch: return installed == 0 ? 0 : base
-        case .reboot, .reset, .optOut, .keyringLost, .newMachine: return base
+        case .restart: return installed == 0 || dormant(.restart) ? 0 : base
+        case .relaunch: return installed == 0 || dormant(.relaunch) ? 0 : base
+        case .reboot: return dormant(.reboot) ? 0 : base
+        case .reset, .optOut, .keyringLost, .newMachine: return base
         }
+    }
+
+    /// Whether `situation` can no longer change anything the run counts for this user: it
+    /// only gives apps new values of their own, in schemes whose values only ever are new
+    /// (so never shared, and never read back), and the first app has lost those already.
+    /// Its events are then left out, which the exponential clocks of the others allow.
+    private func dormant(_ situation: Situation) -> Bool {
+        let row = environment * Situation.count + situation.index
+        guard onlyRenews[row] else { return false }
+        for index in activeStart[row]..<activeStart[row + 1] where !broken[active[index]] { return false }
+        return true
     }
 
     private func happen(_ event: Event) {

@@ -124,4 +124,20 @@ struct Rules: Sendable {
         wipedByKeyringLoss = wiped
     }
 
+    /// For each environment and situation, whether it only gives apps new values of their own
+    /// (or none), in schemes where every situation does: values that nothing reads back or shares.
+    var onlyRenews: [Bool] {
+        let situations = Situation.allCases.count
+        func renews(_ effect: Effect) -> Bool { [.fresh, .keep, .unavailable].contains(effect) }
+        return active.indices.map { row in
+            let environment = row / situations
+            return active[row].allSatisfy { scheme in
+                (0..<situations).allSatisfy { situation in
+                    let pair = pairs[(environment * situations + situation) * schemes + scheme]
+                    return renews(pair.actor) && renews(pair.bystander)
+                }
+            }
+        }
+    }
+
 }
