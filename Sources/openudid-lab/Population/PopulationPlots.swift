@@ -70,7 +70,7 @@ enum PopulationPlots {
         series: [Series], ceiling: [(x: Double, y: Double)] = [], footnote: String
     ) -> String {
         let width = 820.0
-        let height = 470.0
+        let height = 492.0
         let left = 58.0
         let right = 610.0
         let top = 66.0
