@@ -162,10 +162,19 @@ enum PopulationRun {
         }
         let object: [String: Any] = [
             "users": parameters.users, "days": parameters.days, "seed": parameters.seed, "seconds": seconds,
-            "rates": parameters.rates, "schemes": schemes, "peakMemoryBytes": peakMemoryBytes()
+            "rates": parameters.rates, "schemes": schemes, "peakMemoryBytes": peakMemoryBytes(),
+            "cpuSeconds": cpuSeconds()
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The processor time this process has used, on every thread, in seconds.
+    private static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// The most memory this process has held (VmHWM), in bytes; 0 where /proc does not say.
