@@ -19,7 +19,7 @@ struct Rate: Sendable {
         Rate(
             key: "remove", defaultValue: 1, meaning: "removals per installed app per year (1: an app stays a year on average)",
             source: illustrative
-                + " Mobile uninstall reports (app-analytics vendors) are not comparable: they count apps tried once on a phone"),
+                + " The uninstall rates app-analytics vendors publish are for phone apps in their first weeks, and do not carry over."),
         Rate(key: "reinstall", defaultValue: 0.5, meaning: "reinstalls per removed app per year", source: illustrative),
         Rate(
             key: "restart", defaultValue: 365, meaning: "times per year one app quits and starts again while the others run",
