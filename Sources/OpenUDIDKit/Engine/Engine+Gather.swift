@@ -17,6 +17,7 @@ extension Engine {
         var mirrorRead: StoreRead?
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
+        var mirrorDetail: String?
         var held: SlotRecord?
         /// Whether `held` is provisional (§6.4): a live ballot, standing for no stored copy.
         var heldIsProvisional = false
@@ -233,6 +234,7 @@ extension Engine {
             return
         }
         gathered.mirrorName = mirror.name
+        gathered.mirrorDetail = (mirror as? FileVendorMirror)?.passedOver.map { "the Secret Service was passed over: \($0)" }
         let read = place.read()
         gathered.mirrorRead = read
         switch read {
