@@ -82,8 +82,13 @@ let package = Package(
         // child processes, Xvfb, a session bus and keyring, homes, tool lookup.
         .target(name: "DesktopSandbox"),
 
-        // The experiment: real processes, every mechanism side by side.
-        .executableTarget(name: "openudid-lab", dependencies: ["OpenUDIDKit", "DesktopSandbox", "CommandLineKit"]),
+        // The experiment: real processes, every mechanism side by side; and the
+        // population, which simulates up to millions of users. Optimised in debug
+        // builds too, so that scripts/lab (a debug build) runs the population in
+        // seconds rather than minutes.
+        .executableTarget(
+            name: "openudid-lab", dependencies: ["OpenUDIDKit", "DesktopSandbox", "CommandLineKit"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         // The benchmark: figures side by side with their baselines.
         .executableTarget(name: "openudid-bench", dependencies: ["OpenUDIDKit", "XSelection", "DesktopSandbox", "CommandLineKit"]),

@@ -7,7 +7,7 @@ extension Report: Codable {
             ignored, conflicts, replaced, disagreement, sources, rejected, repairs, mirror, environment
     }
 
-    private enum MirrorKeys: String, CodingKey { case store, record }
+    private enum MirrorKeys: String, CodingKey { case store, record, detail }
 
     private struct DisagreementFields: Codable {
         var local: Identifier
@@ -65,6 +65,7 @@ extension Report: Codable {
         var mirror = container.nestedContainer(keyedBy: MirrorKeys.self, forKey: .mirror)
         try mirror.encode(mirrorStore?.description, forKey: .store)
         try mirror.encode(mirrorRecord.map(RecordFields.init), forKey: .record)
+        try mirror.encode(mirrorDetail, forKey: .detail)
         try container.encode(environment, forKey: .environment)
     }
 
@@ -110,6 +111,7 @@ extension Report: Codable {
             mirrorStore = nil
         }
         mirrorRecord = try mirror.decodeIfPresent(RecordFields.self, forKey: .record)?.record
+        mirrorDetail = try mirror.decodeIfPresent(String.self, forKey: .detail)
         environment = try container.decodeIfPresent([EnvironmentNote].self, forKey: .environment) ?? []
     }
 

@@ -375,6 +375,9 @@ public struct Report: Sendable, Hashable {
     public let mirrorStore: MirrorChoice?
     /// The mirror's record for this app's vendor as read, if it held one (`mirror.record`).
     public let mirrorRecord: SlotRecord?
+    /// Why the automatic choice used the file store rather than the Secret
+    /// Service, as the bus or the service answered (`mirror.detail`); nil when it did not pass one over.
+    public let mirrorDetail: String?
     /// What about the session limits sharing (a sandbox, no X server), one
     /// note each; empty in an ordinary X11 session.
     public let environment: [EnvironmentNote]
@@ -401,10 +404,11 @@ extension Report {
     /// - Parameters:
     ///   - resolution: The vote, or nil when none was held (opted out).
     ///   - mirrorStore: The mirror store's name (`secret-service`, `file`), or nil.
+    ///   - mirrorDetail: Why the Secret Service was passed over for the file store, or nil.
     package init(
         app: AppIdentity, identifier: Identifier, born: Int64?, optOut: OptOut?, resolution: Resolution?,
         sources: [SourceStatus], rejected: [Rejection], repairs: [Repair], mirrorStore: String?, mirrorRecord: SlotRecord?,
-        slot: Int?, environment: [EnvironmentNote] = [], generation: Int64 = 0
+        mirrorDetail: String? = nil, slot: Int?, environment: [EnvironmentNote] = [], generation: Int64 = 0
     ) {
         self.init(
             app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot,
@@ -417,7 +421,8 @@ extension Report {
             } ?? [],
             conflicts: resolution?.conflicts.map { Conflict(app: $0.app, claims: $0.claims.map(Ballot.init)) } ?? [],
             replaced: resolution?.replaced, sources: sources, rejected: rejected, repairs: repairs,
-            mirrorStore: mirrorStore.flatMap(MirrorChoice.init(name:)), mirrorRecord: mirrorRecord, environment: environment)
+            mirrorStore: mirrorStore.flatMap(MirrorChoice.init(name:)), mirrorRecord: mirrorRecord, mirrorDetail: mirrorDetail,
+            environment: environment)
     }
 }
 

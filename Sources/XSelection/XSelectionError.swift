@@ -67,7 +67,8 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
     static func refused(_ display: String, reason: String) -> XSelectionError {
         XSelectionError(
             .cannotOpen, display: display,
-            "cannot open X display \"\(display)\": the server refused the connection (\(reason)); check DISPLAY and XAUTHORITY, or close other clients of that display"
+            // Servers end their reason with a newline ("...no authorization protocol specified\n").
+            "cannot open X display \"\(display)\": the server refused the connection (\(reason.split(whereSeparator: \.isNewline).joined(separator: " "))); check DISPLAY and XAUTHORITY, or close other clients of that display"
         )
     }
 

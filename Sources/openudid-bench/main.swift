@@ -5,7 +5,7 @@ import Foundation
 import OpenUDIDKit
 
 /// The sections of the run, in the order they run.
-let sectionNames = ["floor", "read", "scale", "busy", "serve", "idle", "flood", "converge"]
+let sectionNames = ["floor", "read", "scale", "busy", "serve", "idle", "flood", "converge", "population"]
 /// Parts of a section that `--only` can name alone: `cold` is the start of
 /// `busy` (the busy session and the cold values) without the rest.
 let partNames = ["cold": "busy"]
@@ -52,7 +52,7 @@ let bench = Command(
         Exit status: 0 when every figure was measured (whether or not its target was
         met), 1 when the set-up failed, 2 on a usage error.
 
-        It needs openudid and xselection-helper beside it: swift build -c release.
+        It needs openudid, xselection-helper and openudid-lab beside it: swift build -c release.
         """)
 
 // MARK: The host program of the footprint figure
@@ -151,6 +151,7 @@ do {
     try section("idle") { try bench.idleWakeups() }
     try section("flood") { try bench.floods() }
     try section("converge") { try bench.convergence() }
+    try section("population") { try bench.population() }
     results = bench.results
 } catch {
     FileHandle.standardError.write(Data("openudid-bench: \(error)\n".utf8))

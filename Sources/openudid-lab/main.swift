@@ -15,9 +15,11 @@ let lab = Command(
         private machines (a home, a machine id, network interfaces and system
         settings, all made up for the run), and writes DIR/lab.md (the tables),
         DIR/lab.json (every identifier, for scripts) and DIR/lab.svg (the
-        timeline). It prints a short summary: what ran and how long it took,
-        where the shared approaches broke, and where the files are; with --json,
-        the JSON instead.
+        timeline). Then it runs the population (openudid-lab population --help)
+        with what it measured, and writes DIR/transitions.json, population.md,
+        population.svg and population-sweep.svg. It prints a short summary: what
+        ran and how long it took, where the shared approaches broke, and where the
+        files are; with --json, the lab's JSON instead.
         """,
     options: [
         .value("out", "DIR", help: "where to write", default: "out/lab", mayRepeat: true),
@@ -30,8 +32,12 @@ let lab = Command(
         .value(
             "readme", "FILE",
             help: "also put the table and picture between the lab:begin and lab:end comment "
-                + "lines of FILE, if it has them", mayRepeat: true)
+                + "lines of FILE, if it has them", mayRepeat: true),
+        .value(
+            "population-users", "N", help: "users of the population run that follows the lab (0: none)", default: "20000",
+            check: .integer(in: 0...100_000_000))
     ],
+    subcommands: [PopulationRun.command],
     epilogue: """
         It needs the openudid tool built beside it (swift build), Xvfb, and for the
         Secret Service dbus-daemon and gnome-keyring-daemon (scripts/bootstrap).
@@ -61,6 +67,7 @@ func cleanUpAfterInterruption() {
 // MARK: Arguments
 
 let arguments = lab.parseOrExit()
+if arguments.name == PopulationRun.command.name { PopulationRun.main(arguments) }
 let outDirectory = arguments["out"]! // it has a default
 let printsJSON = arguments.has("json")
 let quick = arguments.has("quick")
@@ -135,10 +142,25 @@ report.seconds = seconds
 
 // MARK: Writing
 
+var population: PopulationResult?
 do {
     try Output.write(report, to: outDirectory)
     if let readme {
         say(try Output.splice(report, into: readme, pictureDirectory: outDirectory))
+    }
+    // The population, with what this run measured: the lab's own JSON is its input.
+    if let users = arguments.integer("population-users"), users > 0 {
+        let transitions = try TransitionTable.measure(fromLabJSON: JSONReport.data(report))
+        var parameters = PopulationParameters()
+        parameters.users = users
+        let result = Population.run(parameters, transitions: transitions)
+        let remove = Rate.named("remove")!
+        // A quarter of the users at each value of the sweep: the population part of scripts/lab stays at a few seconds.
+        var sweepBase = parameters
+        sweepBase.users = max(1, users / 4)
+        let sweep = Sweep(remove, values: Sweep.defaultValues(of: remove), base: sweepBase, transitions: transitions)
+        try PopulationRun.write(result, sweep: sweep, transitions: transitions, to: outDirectory, includeTransitions: true)
+        population = result
     }
 } catch {
     say(error.description)
@@ -152,6 +174,6 @@ if printsJSON {
             + String(format: "%.1f s", seconds) + "; wrote \(outDirectory)/lab.md, lab.json, lab.svg")
 } else {
     // The tables are too wide for a terminal: they are in the files, and the summary says where.
-    print(TerminalSummary.render(report, directory: outDirectory), terminator: "")
+    print(TerminalSummary.render(report, population: population, directory: outDirectory), terminator: "")
 }
 exit(0)

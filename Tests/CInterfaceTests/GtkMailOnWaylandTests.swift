@@ -2,22 +2,24 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Example Mail drawn on Wayland (GDK_BACKEND=wayland) in a real weston
-/// session, with DISPLAY naming weston's Xwayland: its window is a Wayland
-/// surface, and libopenudid inside it takes part through DISPLAY, agreeing
-/// with the Swift apps of the same session.
-@Suite(.requiresWeston) struct GtkMailOnWaylandTests {
+/// Example Mail drawn on Wayland (GDK_BACKEND=wayland) in a real weston,
+/// mutter (GNOME) and kwin (KDE) session, with DISPLAY naming the
+/// compositor's Xwayland: its window is a Wayland surface, and libopenudid
+/// inside it takes part through DISPLAY, agreeing with the Swift apps of the
+/// same session.
+@Suite struct GtkMailOnWaylandTests {
     static let title = "Example Mail - net.example.mail"
 
-    @Test func exampleMailDrawnOnWaylandAgreesThroughXwayland() throws {
+    @Test(arguments: PrivateCompositor.Kind.allCases)
+    func exampleMailDrawnOnWaylandAgreesThroughXwayland(_ kind: PrivateCompositor.Kind) throws {
         let program = try GtkMailTests.built.get()
-        let weston = try PrivateWeston()
-        defer { weston.stop() }
+        let compositor = try PrivateCompositor.forTest(kind)
+        defer { compositor.stop() }
         let none = ["--mirror", "none"]
         // Every app has a home of its own, so nothing but Xwayland's selections connects them.
         let namespace = "t" + String(UUID().uuidString.prefix(8))
         func session() throws -> TestSession {
-            try TestSession(display: weston.display, namespace: namespace, extraEnvironment: weston.environment())
+            try TestSession(display: compositor.display, namespace: namespace, extraEnvironment: compositor.environment())
         }
         let notes = try session().serve("com.acme.notes", none)
         let chess = try session().serve("org.indie.chess", none)
@@ -32,16 +34,19 @@ import Testing
         ]) {
             $1
         }
+        let started = ContinuousClock.now
         let mail = try ChildProcess(program, ["--namespace", namespace] + none, environment: environment)
         defer { mail.stop() }
         #expect(eventually(timeout: 30) { mail.nextLine(timeout: 0.2) == shared }, "gtk-mail: \(mail.standardError.suffix(2000))")
+        print("\(kind): Example Mail, drawn on Wayland, joined in \(started.duration(to: .now))")
         #expect(
             eventually { mail.standardError.contains("set_title(\"\(Self.title)\")") },
             "no Wayland toplevel titled \(Self.title): \(mail.standardError.prefix(2000))")
 
         // No X window of Example Mail on Xwayland: its only X connection is libopenudid's.
         let tree = try runCommand(
-            Tools.find("xwininfo"), ["-root", "-tree"], environment: ["DISPLAY": weston.display, "LANG": "C", "PATH": "/usr/bin:/bin"])
+            Tools.find("xwininfo"), ["-root", "-tree"],
+            environment: compositor.environment().merging(["LANG": "C", "PATH": "/usr/bin:/bin"]) { $1 })
         #expect(tree.status == 0, "\(tree.standardError)")
         #expect(!tree.standardOutput.contains(Self.title))
         let everyone = ["com.acme.notes": shared, "net.example.mail": shared, "org.indie.chess": shared]

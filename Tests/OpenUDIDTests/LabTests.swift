@@ -60,6 +60,8 @@ enum QuickLab {
         let table: String
         let picture: String
         let savedJSON: Data
+        /// The transitions the population took from this run (`transitions.json`).
+        let transitions: Data
         /// What the run printed on standard output.
         let summary: String
         /// Where it wrote its files.
@@ -72,7 +74,7 @@ enum QuickLab {
         do {
             let lab = try runCommand(
                 Tools.product("openudid-lab"), ["--quick", "--out", output.path],
-                environment: ProcessInfo.processInfo.environment, timeout: 120)
+                environment: ProcessInfo.processInfo.environment, timeout: 600)
             guard lab.status == 0 else {
                 return .failure(HarnessError("openudid-lab failed (status \(lab.status)): \(lab.standardError)"))
             }
@@ -82,7 +84,8 @@ enum QuickLab {
                     result: try JSONDecoder().decode(LabResult.self, from: saved),
                     table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
                     picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
-                    savedJSON: saved, summary: lab.standardOutput, directory: output.path))
+                    savedJSON: saved, transitions: try Data(contentsOf: output.appendingPathComponent("transitions.json")),
+                    summary: lab.standardOutput, directory: output.path))
         } catch let error as HarnessError {
             return .failure(error)
         } catch {

@@ -81,4 +81,67 @@ import Testing
         #expect(ballots.contains { $0["app"] as? String == "org.indie.chess" }, "the host's file slot votes: \(ballots)")
         #expect(FileManager.default.fileExists(atPath: hostDirectory + "/ns/\(session.namespace)/slots/com.acme.notes.json"))
     }
+
+    /// A reset on the host writes the host's marker, which a sandbox not given the
+    /// host's directory cannot see: finding no marker in its own, it cannot know
+    /// of the reset, and follows the live majority of any generation (§6, §9):
+    /// here two apps of the host serving the identifier of generation 1.
+    @Test func aSandboxThatCannotSeeTheHostsResetFollowsTheLiveMajorityOfTheNewGeneration() throws {
+        let session = try TestSession(display: nil)
+        let own = try Self.sandboxed(session, "com.acme.notes", display: nil).get("com.acme.notes", Self.options)
+        #expect(try session.run(["reset"]).status == 0)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let renewed = Identifier.random()
+        let owners = try ["com.acme.photos", "org.indie.chess"].enumerated().map { index, app in
+            let record = SlotRecord(id: renewed, app: try AppIdentity(app), born: now - 1000, written: now, generation: 1)
+            return try startSelectionHelper(
+                display: SharedDisplay.display,
+                [
+                    "own", "--prefix", session.slotName(70 + index), "--target", "_OPENUDID_RECORD", "--text",
+                    String(decoding: record.encoded(), as: UTF8.self)
+                ])
+        }
+        defer { owners.forEach { $0.signal(SIGKILL) } }
+
+        let report = try Self.sandboxed(session, "com.acme.notes", display: SharedDisplay.display).report("com.acme.notes", Self.options)
+        #expect(report["id"] as? String == renewed.hex, "it kept \(own): \(report["ignored"] ?? "")")
+        #expect(report["decidedBy"] as? String == "live")
+    }
+
+    /// With private files the mirror is part of the app's own live ballot, so a
+    /// pass settles only with the mirror read (§5.1): here an older identifier
+    /// there makes the app's own ballot a second value, which one frozen owner
+    /// could bring level with the two that answered. The pass is not settled, and
+    /// the frozen slot is waited for to the deadline (`no-answer`, not `not-awaited`).
+    @Test func aSandboxSettlesOnlyWithItsMirrorRead() throws {
+        let session = try TestSession(display: nil)
+        let alone = try Self.sandboxed(session, "com.acme.notes", display: nil)
+        let own = try alone.get("com.acme.notes", Self.options)
+        let paths = try StoragePaths(environment: alone.environment, namespace: session.namespace)
+        let older = SlotRecord(
+            id: Identifier.random(), app: try AppIdentity("com.acme.photos"), born: 1_600_000_000_000,
+            written: Int64(Date().timeIntervalSince1970 * 1000))
+        try older.encoded().write(to: URL(fileURLWithPath: paths.vendorsDirectory + "/com.acme.json"))
+
+        let owners = try ["com.peer.one", "com.peer.two", "com.peer.frozen"].enumerated().map { index, app in
+            let record = SlotRecord(
+                id: try Identifier(parsing: own), app: try AppIdentity(app), born: 1_650_000_000_000, written: older.written)
+            return try startSelectionHelper(
+                display: SharedDisplay.display,
+                [
+                    "own", "--prefix", session.slotName(80 + index), "--target", "_OPENUDID_RECORD", "--text",
+                    String(decoding: record.encoded(), as: UTF8.self)
+                ])
+        }
+        defer {
+            owners[2].signal(SIGCONT)
+            owners.forEach { $0.signal(SIGKILL) }
+        }
+        owners[2].signal(SIGSTOP)
+
+        let report = try Self.sandboxed(session, "com.acme.notes", display: SharedDisplay.display).report("com.acme.notes", Self.options)
+        #expect(report["id"] as? String == own)
+        let codes = (report["rejected"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+        #expect(codes.contains("no-answer") && !codes.contains("not-awaited"), "\(report["rejected"] ?? "none")")
+    }
 }

@@ -283,6 +283,20 @@ import Testing
         #expect(try bus.defaultCollectionPath() == nil, "nothing was created behind the user's back")
         #expect(!SecretServiceMirror.isAvailable(busAddress: bus.address))
     }
+
+    /// gnome-keyring started by D-Bus activation, with no login keyring: the
+    /// automatic choice takes the file store, and the report says why.
+    @Test func theAutomaticChoiceSaysWhyItPassedTheSecretServiceOver() throws {
+        let bus = try PrivateSessionBus(keyring: .withoutLoginKeyring)
+        let session = try TestSession(display: nil, home: bus.home, extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        let mirror = try session.report("com.acme.notes")["mirror"] as? [String: Any]
+        #expect(mirror?["store"] as? String == "file")
+        let detail = mirror?["detail"] as? String ?? ""
+        #expect(detail.contains("Secret Service was passed over") && detail.contains("no default collection"), "\(detail)")
+        // Where no store was passed over, the key is there and null.
+        let none = try session.report("com.acme.photos", ["--mirror", "file"])["mirror"] as? [String: Any]
+        #expect(none?.keys.contains("detail") == true && none?["detail"] is NSNull)
+    }
 }
 
 /// A value handed from a worker thread to the test.

@@ -32,6 +32,17 @@ import Testing
         #expect(detail.contains("xdg-data/openudid"))
     }
 
+    /// A Flatpak user cannot start an app with DISPLAY: the note names the permission its manifest adds.
+    @Test func inASandboxWithoutDisplayTheNoteNamesTheX11Socket() throws {
+        for wayland in [[:], ["WAYLAND_DISPLAY": "wayland-0"]] {
+            let session = try TestSession(display: nil, extraEnvironment: ["FLATPAK_ID": "com.acme.Notes"].merging(wayland) { $1 })
+            let found = notes(try session.report("com.acme.notes", ["--mirror", "none"]))
+            let display = try #require(found[wayland.isEmpty ? "no-display" : "wayland-without-x"])
+            #expect(display.contains("--socket=x11") && display.contains("fallback-x11"), "\(display)")
+            #expect(!display.contains("started with"), "\(display)")
+        }
+    }
+
     @Test func aWaylandSessionWithoutDisplaySaysSelectionsAreOutOfReach() throws {
         let session = try TestSession(display: nil, extraEnvironment: ["WAYLAND_DISPLAY": "wayland-0"])
         let found = notes(try session.report("com.acme.notes", ["--mirror", "none"]))

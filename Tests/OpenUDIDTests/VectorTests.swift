@@ -71,7 +71,7 @@ import Testing
     static var now: Date { Date(timeIntervalSince1970: Double(records.now) / 1000) }
 
     @Test func theFilesCoverEnoughCasesAndEveryToken() throws {
-        #expect(Self.records.accept.count + Self.records.reject.count >= 40)
+        #expect(Self.records.accept.count + Self.records.reject.count >= 175)
         #expect(Milliseconds.since1970(Self.now) == Self.records.now)
         let used = Set(Self.records.reject.compactMap(\.token))
         #expect(used == Set(RecordError.tokens), "tokens without a vector: \(Set(RecordError.tokens).subtracting(used))")

@@ -9,16 +9,20 @@ public final class TestSession: @unchecked Sendable {
     public let display: String?
     public let namespace: String
     public let extraEnvironment: [String: String]
+    /// The command `openudid`'s arguments follow: the built tool, or a
+    /// launcher and its arguments, such as `flatpak run ID`.
+    public let program: [String]
 
-    /// Creates a session on `display` (nil: no X at all).
+    /// Creates a session on `display` (nil: no X at all), whose `openudid` runs as `program` (nil: the built tool).
     public init(
         display: String?, namespace: String = "t" + String(UUID().uuidString.prefix(8)), home: PrivateHome? = nil,
-        extraEnvironment: [String: String] = [:]
+        extraEnvironment: [String: String] = [:], program: [String]? = nil
     ) throws {
         self.home = try home ?? PrivateHome()
         self.display = display
         self.namespace = namespace
         self.extraEnvironment = extraEnvironment
+        self.program = program ?? [Tools.product("openudid").path]
     }
 
     /// The environment of the session's processes.
@@ -30,7 +34,8 @@ public final class TestSession: @unchecked Sendable {
     /// Runs `openudid` to completion.
     @discardableResult
     public func run(_ arguments: [String], timeout: TimeInterval = 30) throws -> CommandResult {
-        try runCommand(Tools.product("openudid"), arguments + commonArguments, environment: environment, timeout: timeout)
+        try runCommand(
+            URL(fileURLWithPath: program[0]), program.dropFirst() + arguments + commonArguments, environment: environment, timeout: timeout)
     }
 
     /// `openudid get --app app`, returning the identifier (throws on failure).
@@ -52,7 +57,8 @@ public final class TestSession: @unchecked Sendable {
 
     /// Starts `openudid serve --app app` and waits for its first identifier line.
     public func serve(_ app: String, _ extra: [String] = [], waitForFirstLine: Bool = true) throws -> Participant {
-        let child = try ChildProcess(Tools.product("openudid"), ["serve", "--app", app] + extra + commonArguments, environment: environment)
+        let child = try ChildProcess(
+            program[0], program.dropFirst() + ["serve", "--app", app] + extra + commonArguments, environment: environment)
         let participant = Participant(app: app, child: child)
         if waitForFirstLine {
             guard participant.nextIdentifier(timeout: 15) != nil else {

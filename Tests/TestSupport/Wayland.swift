@@ -1,17 +1,23 @@
 import DesktopSandbox
 import Testing
 
-/// A private weston, headless, with Xwayland on an X display of its own (see DesktopSandbox's `Weston`).
-public typealias PrivateWeston = Weston
+/// A private Wayland compositor, headless, with Xwayland on an X display of its own (see DesktopSandbox's `Compositor`).
+public typealias PrivateCompositor = Compositor
 
-extension Trait where Self == ConditionTrait {
-    /// Runs a suite only where weston and Xwayland are installed; elsewhere the
-    /// suite is skipped and says why. Where they are installed, a compositor that
-    /// does not start fails the test with weston's log.
-    public static var requiresWeston: Self {
-        .enabled(
-            if: DesktopSandbox.Tools.find("weston") != nil && DesktopSandbox.Tools.find("Xwayland") != nil,
-            "needs weston and Xwayland for a private Wayland session; install them with `apt-get install weston xwayland` (scripts/bootstrap does)"
-        )
+extension Compositor {
+    /// Starts a compositor of `kind` for a test. Where it is not installed the
+    /// test (in a parameterized test, its case) is skipped, saying what is
+    /// missing; where it is installed, one that does not start fails the test
+    /// with its log.
+    public static func forTest(_ kind: Kind) throws -> Compositor {
+        if let missing = kind.missing { try skip("\(kind) cannot run here: \(missing)") }
+        return try Compositor(kind)
     }
+}
+
+/// Ends the running test (in a parameterized test, its case) as skipped, and
+/// says why on standard output, where the test runner's summary does not.
+public func skip(_ why: String) throws -> Never {
+    print("skipped: \(why)")
+    try Test.cancel(Comment(rawValue: why))
 }

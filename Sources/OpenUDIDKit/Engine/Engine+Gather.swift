@@ -17,6 +17,7 @@ extension Engine {
         var mirrorRead: StoreRead?
         var mirrorRecord: SlotRecord?
         var mirrorName: String?
+        var mirrorDetail: String?
         var held: SlotRecord?
         /// Whether `held` is provisional (§6.4): a live ballot, standing for no stored copy.
         var heldIsProvisional = false
@@ -67,10 +68,12 @@ extension Engine {
             gathered.ownFileSlot = .unavailable(StoreUnavailable(.io, "files are turned off"))
             gathered.local = .unavailable(StoreUnavailable(.io, "files are turned off"))
         }
-        let localCandidates = gathered.candidates
-        let reset = gathered.reset
-        durableInHand.candidates.withLock { $0 = (localCandidates, reset) }
+        // The mirror is left out of settling (§5.1): it can only make the durable
+        // tier decide. Not so with private files, where it is part of the app's
+        // own live ballot: the pass then settles only once the mirror is read.
+        if paths.filesShared { durableInHand.hold(gathered) }
         gatherMirror(into: &gathered, now: now)
+        if !paths.filesShared { durableInHand.hold(gathered) }
         // Selections first, as if they had been read first: the same order every time.
         var part = Gathered()
         finishSelections(selectionPass, into: &part, now: now, settled: settled)
@@ -186,7 +189,10 @@ extension Engine {
         }
         switch marker.read() {
         case .success(0):
-            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : .absent, key: key)
+            // A sandbox's own directory, which no reset on the host writes: finding
+            // no marker there, the app cannot know of the user's resets (§6, §9).
+            let none: ResetEvidence.Marker = paths.filesShared ? .absent : .unreadable
+            gathered.reset = ResetEvidence(marker: marker.exists ? .present(0) : none, key: key)
         case .success(let generation):
             gathered.reset = ResetEvidence(marker: .present(generation), key: key)
         case .failure(let problem):
@@ -265,6 +271,7 @@ extension Engine {
             return
         }
         gathered.mirrorName = mirror.name
+        gathered.mirrorDetail = (mirror as? FileVendorMirror)?.passedOver.map { "the Secret Service was passed over: \($0)" }
         let read = place.read()
         gathered.mirrorRead = read
         switch read {
@@ -288,9 +295,16 @@ extension Engine {
 
 }
 
-/// The durable ballots a pass has in hand (the file slots and local cache) and
-/// the user's reset generation, handed from the thread that reads the files to
-/// the one reading selections; nil until the files are read.
+/// The records a pass has in hand besides its selections (the file slots and
+/// local cache, and the mirror where files are private) and the user's reset
+/// evidence, handed from the thread that reads the files to the one reading
+/// selections; nil until the files are read.
 private final class DurableInHand: Sendable {
     let candidates = Mutex<(candidates: [Candidate], reset: ResetEvidence)?>(nil)
+
+    /// Hands over what `gathered` holds so far.
+    func hold(_ gathered: Engine.Gathered) {
+        let held = (gathered.candidates, gathered.reset)
+        candidates.withLock { $0 = held }
+    }
 }

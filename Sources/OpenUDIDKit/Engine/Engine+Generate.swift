@@ -93,7 +93,7 @@ extension Engine {
         return Report(
             app: app, identifier: resolution.identifier, born: resolution.born, optOut: nil, resolution: resolution,
             sources: gathered.sources, rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
-            mirrorRecord: gathered.mirrorRecord, slot: slot,
+            mirrorRecord: gathered.mirrorRecord, mirrorDetail: gathered.mirrorDetail, slot: slot,
             environment: SessionEnvironment.notes(configuration, sources: gathered.sources), generation: resolution.generation)
     }
 

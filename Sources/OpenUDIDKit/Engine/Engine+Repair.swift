@@ -100,7 +100,7 @@ extension Engine {
         return Report(
             app: app, identifier: .optedOut, born: nil, optOut: optOut, resolution: nil, sources: gathered.sources,
             rejected: gathered.rejected, repairs: repairs, mirrorStore: gathered.mirrorName,
-            mirrorRecord: gathered.mirrorRecord, slot: slot,
+            mirrorRecord: gathered.mirrorRecord, mirrorDetail: gathered.mirrorDetail, slot: slot,
             environment: SessionEnvironment.notes(configuration, sources: gathered.sources), generation: gathered.resetGeneration)
     }
 

@@ -77,21 +77,29 @@ final class Engine: @unchecked Sendable {
         for choice: MirrorChoice, paths: StoragePaths, environment: [String: String], fileSystem: FileSystem = .system,
         deadline: Duration = .seconds(2)
     ) -> (any VendorMirrorStore)? {
-        let address = try? SessionBus.address(in: environment, fileSystem: fileSystem).get()
+        let bus = SessionBus.address(in: environment, fileSystem: fileSystem)
+        let address = try? bus.get()
         switch choice {
         case .none: return nil
         case .file: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
         case .secretService: return SecretServiceMirror(busAddress: address, namespace: paths.namespace, deadline: deadline)
         case .automatic:
-            // No bus in this environment: no Secret Service to ask.
-            guard let address else { return FileVendorMirror(paths: paths, fileSystem: fileSystem) }
+            // The file store says why the Secret Service was passed over, for the report.
+            var files = FileVendorMirror(paths: paths, fileSystem: fileSystem)
+            guard let address else {
+                // No bus in this environment: no Secret Service to ask.
+                if case .failure(let failure) = bus { files.passedOver = failure.message }
+                return files
+            }
             // A locked or hung keyring still counts: it may hold the mirror, it just
             // cannot be read now (the report says so), and falling back to files
             // would fork the vendor's value.
             switch SecretServiceMirror.probe(busAddress: address) {
             case .ready, .locked, .unresponsive:
                 return SecretServiceMirror(busAddress: address, namespace: paths.namespace, deadline: deadline)
-            case .unusable, .unreachable: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
+            case .unusable(let failure), .unreachable(let failure):
+                files.passedOver = failure.message
+                return files
             }
         }
     }

@@ -60,14 +60,17 @@ package struct ResetMarker: Sendable {
     }
 
     /// The generation `bytes` name: decimal digits without a leading zero (or
-    /// `0` alone), within 64 bits, and an optional final line feed; nil for anything else.
+    /// `0` alone), at most `SlotRecord.maximumGeneration`, and an optional final
+    /// line feed; nil for anything else. A larger number names no generation: no
+    /// record could carry it, and only a planted marker holds one.
     package static func parse(_ bytes: Data) -> Int64? {
         var digits = Array(bytes)
         if digits.last == UInt8(ascii: "\n") { digits.removeLast() }
         guard !digits.isEmpty, digits.count == 1 || digits[0] != UInt8(ascii: "0"),
-            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let generation = Int64(String(decoding: digits, as: UTF8.self)), generation <= SlotRecord.maximumGeneration
         else { return nil }
-        return Int64(String(decoding: digits, as: UTF8.self))
+        return generation
     }
 }
 
@@ -134,7 +137,8 @@ package struct ResetKey: Sendable, Hashable {
     package static func parse(_ bytes: Data) -> ResetKey? {
         guard let text = String(bytes: bytes, encoding: .utf8), text.hasSuffix("\n") else { return nil }
         let parts = text.dropLast().split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 2, let generation = ResetMarker.parse(Data(parts[0].utf8)), parts[0].count <= 10,
+        // The marker's rule takes a final line feed, which the key's generation cannot have.
+        guard parts.count == 2, !parts[0].hasSuffix("\n"), let generation = ResetMarker.parse(Data(parts[0].utf8)),
             parts[1].count == byteCount * 2
         else { return nil }
         var key: [UInt8] = []

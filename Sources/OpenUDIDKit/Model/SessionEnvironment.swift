@@ -66,16 +66,24 @@ enum SessionEnvironment {
     static func notes(_ configuration: OpenUDID.Configuration, sources: [SourceStatus]) -> [EnvironmentNote] {
         let environment = configuration.environment
         var notes: [EnvironmentNote] = []
-        if let sandbox = flatpakApp(environment) {
+        let sandbox = flatpakApp(environment)
+        if let sandbox {
+            // The permissions are finish-args of the app's manifest, the only
+            // thing that changes what a sandbox may reach (measured with Flatpak 1.14).
             notes.append(
                 .sandboxed(
                     """
-                    in the Flatpak sandbox of \(sandbox): the file slots, local cache and opt-out marker are private \
-                    to this app unless it may write xdg-data/openudid and read xdg-config/openudid; the selections need \
-                    the X11 socket (--socket=x11); the vendor mirror is the vendor's only through the host's Secret \
-                    Service (--talk-name=org.freedesktop.secrets)
+                    in the Flatpak sandbox of \(sandbox): its file slots and local cache are its own unless its \
+                    manifest adds --filesystem=xdg-data/openudid:create, and the user's opt-out reaches it only with \
+                    --filesystem=xdg-config/openudid:ro; the selections need --socket=x11; the vendor mirror is the \
+                    vendor's only with --talk-name=org.freedesktop.secrets
                     """))
         }
+        // In a sandbox the user cannot give the app a DISPLAY: only its manifest can.
+        let x11 =
+            sandbox == nil
+            ? "a Wayland desktop usually exports its compositor's Xwayland display, when it has one, as DISPLAY, and an app started with it takes part in the selections"
+            : "in a Flatpak sandbox the selections need the X11 socket: the app's manifest adds --socket=x11 (--socket=fallback-x11 gives no X11 in a Wayland session)"
         if configuration.usesSelections {
             let display = configuration.displayName
             let selections = sources.first { $0.place == .selection }
@@ -87,15 +95,13 @@ enum SessionEnvironment {
                     .waylandWithoutX(
                         """
                         a Wayland session (\(wayland)) with DISPLAY unset: the X selections cannot be reached, so \
-                        apps share only through their file slots and the vendor mirror; a Wayland desktop usually \
-                        exports its compositor's Xwayland display, when it has one, as DISPLAY, and an app started \
-                        with it takes part in the selections
+                        apps share only through their file slots and the vendor mirror; \(x11)
                         """))
             } else if display == nil {
                 notes.append(
                     .noDisplay(
                         "no X display (DISPLAY is unset): no selections; apps share only through their file slots and the vendor mirror"
-                    ))
+                            + (sandbox == nil ? "" : "; \(x11)")))
             } else if let display, case .unavailable(_, let why)? = selections {
                 notes.append(
                     .xUnreachable(

@@ -99,47 +99,6 @@ extension SlotRecord {
             born: born, written: written, optOut: optOut, generation: generation)
     }
 
-    /// The record, if `data` is exactly what `encoded()` writes for a record
-    /// that passes every check of the general parser; nil for anything else.
-    ///
-    /// Strings must be printable ASCII without escapes (valid ids, apps and
-    /// vendors are), numbers plain JSON integers that fit in 64 bits, and the
-    /// fields in `encoded()`'s order with no space. Such input is RFC 8259
-    /// text without duplicates, trailing commas or control characters, and
-    /// the same checks follow, so both ways agree.
-    static func canonical(_ data: Data, now: Date) -> SlotRecord? {
-        data.withUnsafeBytes { raw -> SlotRecord? in
-            var scanner = CanonicalScanner(bytes: raw)
-            guard scanner.take("{\"app\":"), let app = scanner.string(),
-                scanner.take(",\"born\":"), let born = scanner.integer()
-            else { return nil }
-            // `encoded()` writes the generation only when it is not 0.
-            var generation: Int64 = 0
-            if scanner.take(",\"generation\":") {
-                guard let value = scanner.integer(), value > 0, value <= maximumGeneration else { return nil }
-                generation = value
-            }
-            guard scanner.take(",\"id\":"), let idText = scanner.string(),
-                scanner.take(",\"optOut\":"), let optOut = scanner.boolean(),
-                scanner.take(",\"v\":"), let version = scanner.integer(),
-                scanner.take(",\"vendor\":"), let vendor = scanner.string(),
-                scanner.take(",\"written\":"), let written = scanner.integer(),
-                scanner.take("}"), scanner.isAtEnd
-            else { return nil }
-            guard version == Int64(currentVersion), let id = try? Identifier(parsing: idText),
-                AppIdentity.isValid(app), AppIdentity.isValid(vendor)
-            else { return nil }
-            let latest = Milliseconds.since1970(now).addingReportingOverflow(futureTolerance)
-            let latestTime = latest.overflow ? Int64.max : latest.partialValue
-            guard born >= earliestTime, written >= earliestTime, born <= latestTime, written <= latestTime,
-                optOut == id.isOptedOut
-            else { return nil }
-            return SlotRecord(
-                version: currentVersion, id: id, app: app, vendor: vendor,
-                born: born, written: written, optOut: optOut, generation: generation)
-        }
-    }
-
     private static func value(_ fields: [[UInt8]: JSONValue], _ field: String) throws(RecordError) -> JSONValue {
         guard let value = fields[Array(field.utf8)] else { throw RecordError(.missingField(field)) }
         return value
@@ -228,11 +187,14 @@ struct RecordJSONParser {
         while position < bytes.count, Self.isWhitespace(bytes[position]) { position += 1 }
     }
 
-    /// The error for the byte at `position`, which does not fit where it is.
+    /// The error for the byte at `position`, outside a string, which does not
+    /// fit where it is: a raw control byte is `control-character` whatever was
+    /// expected there (an unfinished number or literal too), except whitespace,
+    /// which only ends what came before it.
     private func unexpected(_ context: String) -> RecordError {
         guard position < bytes.count else { return RecordError(.malformedJSON("the text ends \(context)")) }
         let byte = bytes[position]
-        if byte < 0x20 { return RecordError(.controlCharacter(offset: position)) }
+        if byte < 0x20, !Self.isWhitespace(byte) { return RecordError(.controlCharacter(offset: position)) }
         let shown = (0x21...0x7E).contains(byte) ? "\"\(Character(Unicode.Scalar(byte)))\"" : "byte 0x" + Self.hex(byte)
         return RecordError(.malformedJSON("unexpected \(shown) at offset \(position) \(context)"))
     }
@@ -376,7 +338,7 @@ struct RecordJSONParser {
     private mutating func escape(into text: inout [UInt8]) throws(RecordError) {
         let start = position
         position += 1
-        guard position < bytes.count else { throw unexpected("inside a string") }
+        guard position < bytes.count else { throw brokenEscape(at: position, escapeAt: start) }
         let simple: UInt8? =
             switch bytes[position] {
             case UInt8(ascii: "\""): UInt8(ascii: "\"")
@@ -394,16 +356,19 @@ struct RecordJSONParser {
             position += 1
             return
         }
-        guard bytes[position] == UInt8(ascii: "u") else { throw RecordError(.invalidEscape(offset: start)) }
+        guard bytes[position] == UInt8(ascii: "u") else { throw brokenEscape(at: position, escapeAt: start) }
         position += 1
         let unit = try hexUnit(escapeAt: start)
         let scalar: Unicode.Scalar?
         switch unit {
         case 0xD800...0xDBFF:
             // A high surrogate stands for a character only with the low one right after it.
-            guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
-                bytes[position + 1] == UInt8(ascii: "u")
-            else { throw RecordError(.invalidEscape(offset: start)) }
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "\\") else {
+                throw brokenEscape(at: position, escapeAt: start)
+            }
+            guard position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "u") else {
+                throw brokenEscape(at: position + 1, escapeAt: start)
+            }
             position += 2
             let low = try hexUnit(escapeAt: start)
             guard (0xDC00...0xDFFF).contains(low) else { throw RecordError(.invalidEscape(offset: start)) }
@@ -419,20 +384,29 @@ struct RecordJSONParser {
 
     /// Four hex digits, either case.
     private mutating func hexUnit(escapeAt start: Int) throws(RecordError) -> UInt32 {
-        guard position + 4 <= bytes.count else { throw RecordError(.invalidEscape(offset: start)) }
         var unit: UInt32 = 0
-        for byte in bytes[position..<position + 4] {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw RecordError(.invalidEscape(offset: start))
-            }
+        for index in position..<position + 4 {
+            let digit: UInt8? =
+                switch index < bytes.count ? bytes[index] : 0 {
+                case let byte where Self.isDigit(byte): byte - UInt8(ascii: "0")
+                case let byte where (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte): byte - UInt8(ascii: "a") + 10
+                case let byte where (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte): byte - UInt8(ascii: "A") + 10
+                default: nil
+                }
+            guard let digit else { throw brokenEscape(at: index, escapeAt: start) }
             unit = unit << 4 | UInt32(digit)
         }
         position += 4
         return unit
+    }
+
+    /// The error for the byte at `index`, which breaks the escape that starts
+    /// at `start`: the end of the text is `malformed-json` and a raw control
+    /// byte `control-character`, as anywhere in a string (docs/PROTOCOL.md §3).
+    private func brokenEscape(at index: Int, escapeAt start: Int) -> RecordError {
+        guard index < bytes.count else { return RecordError(.malformedJSON("the text ends inside an escape")) }
+        if bytes[index] < 0x20 { return RecordError(.controlCharacter(offset: index)) }
+        return RecordError(.invalidEscape(offset: start))
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool {
@@ -487,217 +461,5 @@ struct RecordJSONParser {
             value = added.partialValue
         }
         return .integer(value)
-    }
-}
-
-package struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What is wrong with the record.
-    package enum Reason: Sendable, Hashable {
-        /// Over `SlotRecord.maximumSize`; the payload is the size in bytes.
-        case tooLarge(bytes: Int)
-        /// The bytes are not valid UTF-8.
-        case invalidUTF8
-        /// The text starts with a byte order mark (EF BB BF).
-        case byteOrderMark
-        /// A raw character U+0000–U+001F inside a string, or one other than
-        /// tab, line feed and carriage return between tokens; the payload is its byte offset.
-        case controlCharacter(offset: Int)
-        /// A backslash escape JSON does not define, bad `\u` digits, or an
-        /// unpaired surrogate; the payload is the offset of its backslash.
-        case invalidEscape(offset: Int)
-        /// A comma right before `}` or `]`; the payload is the comma's offset.
-        case trailingComma(offset: Int)
-        /// An object names one key twice (compared after unescaping); the payload is the key.
-        case duplicateKey(String)
-        /// Arrays and objects nested deeper than `SlotRecord.maximumDepth`; the
-        /// payload is the offset of the bracket that goes too deep.
-        case tooDeep(offset: Int)
-        /// The text is not JSON for another reason; the payload says where or why.
-        case malformedJSON(String)
-        /// Valid JSON, but not an object.
-        case notAnObject
-        /// A required field is missing.
-        case missingField(String)
-        /// A field holds the wrong JSON type.
-        case wrongType(field: String, expected: String)
-        /// An integer field is written with a fraction or an exponent (`1.0`, `1e3`).
-        case notWholeNumber(field: String)
-        /// An integer field is outside the 64-bit signed range, or `generation` is negative.
-        case outOfRange(field: String)
-        /// The major version `v` is not one this library reads.
-        case unsupportedVersion(Int64)
-        /// `id` is not 40 lowercase hex digits.
-        case invalidIdentifier(IdentifierError)
-        /// `app` is not a valid application id.
-        case invalidApp(IdentityError)
-        /// `vendor` is not a valid vendor.
-        case invalidVendor(IdentityError)
-        /// A time field is before `SlotRecord.earliestTime`.
-        case tooOld(field: String, milliseconds: Int64)
-        /// A time field is more than `SlotRecord.futureTolerance` past the reader's clock (`now`).
-        case inFuture(field: String, milliseconds: Int64, now: Int64)
-        /// `optOut` and the all-zero `id` disagree; the payload is the `optOut` value found.
-        case optOutMismatch(optOut: Bool)
-
-        /// The stable token of this reason, such as `duplicate-key`.
-        package var token: String {
-            switch self {
-            case .tooLarge: "too-large"
-            case .invalidUTF8: "invalid-utf8"
-            case .byteOrderMark: "byte-order-mark"
-            case .controlCharacter: "control-character"
-            case .invalidEscape: "invalid-escape"
-            case .trailingComma: "trailing-comma"
-            case .duplicateKey: "duplicate-key"
-            case .tooDeep: "too-deep"
-            case .malformedJSON: "malformed-json"
-            case .notAnObject: "not-an-object"
-            case .missingField: "missing-field"
-            case .wrongType: "wrong-type"
-            case .notWholeNumber: "not-whole-number"
-            case .outOfRange: "out-of-range"
-            case .unsupportedVersion: "unsupported-version"
-            case .invalidIdentifier: "invalid-id"
-            case .invalidApp: "invalid-app"
-            case .invalidVendor: "invalid-vendor"
-            case .tooOld: "too-old"
-            case .inFuture: "in-future"
-            case .optOutMismatch: "opt-out-mismatch"
-            }
-        }
-    }
-
-    /// What is wrong with the record.
-    package let reason: Reason
-
-    /// Creates an error for `reason`.
-    package init(_ reason: Reason) {
-        self.reason = reason
-    }
-
-    /// The reason as a stable token, such as `duplicate-key`, for reports and
-    /// test vectors; docs/PROTOCOL.md §3 lists every token.
-    package var token: String { reason.token }
-
-    /// Every token `token` can give, in the order docs/PROTOCOL.md §3 checks them.
-    package static let tokens = [
-        "too-large", "invalid-utf8", "byte-order-mark", "control-character", "invalid-escape", "trailing-comma",
-        "duplicate-key", "too-deep", "malformed-json", "not-an-object", "missing-field", "wrong-type",
-        "not-whole-number", "out-of-range", "unsupported-version", "invalid-id", "invalid-app", "invalid-vendor",
-        "too-old", "in-future", "opt-out-mismatch"
-    ]
-
-    /// "record rejected: " and what is wrong, naming the field and the value.
-    package var description: String {
-        "record rejected: " + explanation
-    }
-
-    private var explanation: String {
-        switch reason {
-        case .tooLarge(let bytes):
-            return "it is \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap"
-        case .invalidUTF8:
-            return "it is not valid UTF-8"
-        case .byteOrderMark:
-            return "it starts with a byte order mark, which no writer of this format emits"
-        case .controlCharacter(let offset):
-            return
-                "raw control character at offset \(offset) (JSON allows only space, tab, LF and CR between tokens, and none inside strings)"
-        case .invalidEscape(let offset):
-            return "invalid escape at offset \(offset) (an unknown escape, bad \\u digits or an unpaired surrogate)"
-        case .trailingComma(let offset):
-            return "trailing comma at offset \(offset), which JSON does not allow"
-        case .duplicateKey(let key):
-            return "key \(quoted(key)) appears twice in one object"
-        case .tooDeep(let offset):
-            return "arrays and objects nest deeper than \(SlotRecord.maximumDepth) levels at offset \(offset)"
-        case .malformedJSON(let detail):
-            return "it is not valid JSON (\(detail))"
-        case .notAnObject:
-            return "it is JSON but not an object"
-        case .missingField(let field):
-            return "field \"\(field)\" is missing"
-        case .wrongType(let field, let expected):
-            return "field \"\(field)\" is not \(expected)"
-        case .notWholeNumber(let field):
-            return "field \"\(field)\" has a fraction or an exponent; integers are written as plain digits"
-        case .outOfRange(let field) where field == "generation":
-            return "field \"generation\" is negative or above \(SlotRecord.maximumGeneration), the highest reset generation"
-        case .outOfRange(let field):
-            return "field \"\(field)\" does not fit in a signed 64-bit integer"
-        case .unsupportedVersion(let version):
-            return "format version \(version) is not supported (this library reads version \(SlotRecord.currentVersion))"
-        case .invalidIdentifier(let error):
-            return error.description
-        case .invalidApp(let error), .invalidVendor(let error):
-            return error.description
-        case .tooOld(let field, let milliseconds):
-            return "\(field) \(Milliseconds.iso8601(milliseconds)) is before 2010-01-01"
-        case .inFuture(let field, let milliseconds, let now):
-            return
-                "\(field) \(Milliseconds.iso8601(milliseconds)) is more than 24 h after the reader's clock (\(Milliseconds.iso8601(now)))"
-        case .optOutMismatch(let optOut):
-            return optOut
-                ? "optOut is true but id is not all zeros"
-                : "id is all zeros (the opt-out value) but optOut is false"
-        }
-    }
-}
-
-/// Reads the fixed shape of an encoded record; every method returns nil (or
-/// false) at the first byte that does not fit, without consuming further.
-private struct CanonicalScanner {
-    let bytes: UnsafeRawBufferPointer
-    var position = 0
-
-    var isAtEnd: Bool { position == bytes.count }
-
-    mutating func take(_ literal: StaticString) -> Bool {
-        let count = literal.utf8CodeUnitCount
-        guard bytes.count - position >= count else { return false }
-        for offset in 0..<count where bytes[position + offset] != literal.utf8Start[offset] { return false }
-        position += count
-        return true
-    }
-
-    /// A string of printable ASCII other than `"` and `\`.
-    mutating func string() -> String? {
-        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { return nil }
-        let start = position + 1
-        var end = start
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
-            guard (0x20...0x7E).contains(bytes[end]), bytes[end] != UInt8(ascii: "\\") else { return nil }
-            end += 1
-        }
-        guard end < bytes.count else { return nil }
-        position = end + 1
-        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-    }
-
-    /// A JSON integer (no fraction, no exponent, no leading zero) within Int64.
-    mutating func integer() -> Int64? {
-        var index = position
-        let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
-        if negative { index += 1 }
-        let first = index
-        var value: Int64 = 0
-        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
-            let digit = Int64(bytes[index] - UInt8(ascii: "0"))
-            let shifted = value.multipliedReportingOverflow(by: 10)
-            let added =
-                negative ? shifted.partialValue.subtractingReportingOverflow(digit) : shifted.partialValue.addingReportingOverflow(digit)
-            guard !shifted.overflow, !added.overflow else { return nil }
-            value = added.partialValue
-            index += 1
-        }
-        guard index > first, !(bytes[first] == UInt8(ascii: "0") && index - first > 1) else { return nil }
-        position = index
-        return value
-    }
-
-    mutating func boolean() -> Bool? {
-        if take("true") { return true }
-        if take("false") { return false }
-        return nil
     }
 }

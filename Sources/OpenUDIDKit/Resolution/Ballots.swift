@@ -75,8 +75,9 @@ struct Ballots {
         // The reset key binds the identifiers of its generation; selections of
         // that generation must bind to count (durable records were written by the
         // user's own processes, those of earlier versions among them). Where the
-        // key is unknown, none of them can be checked, and none counts.
-        let binding = reset.binding(of: generation)
+        // key is unknown, none of them can be checked, and none counts. A later
+        // generation's selection, counted where the marker names none, needs the
+        // key of its own generation: claiming one more than the key's evades nothing.
         let entries = sorted.filter { entry in
             let record = entry.record
             let isSelection: Bool = if case .selection = entry.candidate.source { true } else { false }
@@ -89,7 +90,7 @@ struct Ballots {
                     // An app that cannot read the marker cannot know the generation;
                     // it counts such a selection as one of the generation it knows.
                     .ahead
-                } else if isSelection, record.generation == generation, !Self.binds(record, binding) {
+                } else if isSelection, !Self.binds(record, reset.binding(of: record.generation)) {
                     .unbound
                 } else {
                     nil
@@ -205,12 +206,14 @@ struct Ballots {
         }
 
         // Conflicts: two X clients claiming one app, or a client claiming the
-        // resolving app with an identifier the app does not hold.
+        // resolving app with another identifier than the app's own evidence: its
+        // own live ballot, else its durable ballot, the mirror speaking for it
+        // included (whose record names another app of the vendor).
         let own = liveHeld ?? representatives[app ?? ""]
         var conflicts: [Resolution.Conflict] = []
         for (claimed, group) in claims {
             var parties = group
-            if let own, own.record.app == claimed, group.contains(where: { $0.record.id != own.record.id }) {
+            if let own, claimed == app, group.contains(where: { $0.record.id != own.record.id }) {
                 parties.append(own)
             }
             guard parties.count > 1 else { continue }

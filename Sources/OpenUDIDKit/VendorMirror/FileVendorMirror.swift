@@ -20,6 +20,9 @@ package struct FileVendorMirror: VendorMirrorStore, Hashable {
     package var root: String? { files.root }
     /// The file system every call goes through; `.system` outside tests.
     package var fileSystem: FileSystem { files.fileSystem }
+    /// Why the automatic choice took this store rather than the Secret
+    /// Service (what the bus or the service answered), for the report; nil otherwise.
+    package var passedOver: String?
 
     /// A mirror in `directory`.
     ///

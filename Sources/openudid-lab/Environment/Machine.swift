@@ -72,3 +72,25 @@ struct Machine: Sendable {
         return bytes
     }
 }
+
+extension Home {
+    /// Deletes every file mirror the tool keeps in place of a keyring
+    /// (`openudid/ns/<namespace>/vendors/`), in the home and in every sandbox's
+    /// data directory: what losing the keyring does to a user without one.
+    func removeFileMirrors() throws(LabError) {
+        let manager = FileManager.default
+        let sandboxes = (try? manager.contentsOfDirectory(atPath: root + "/.var/app")) ?? []
+        for dataHome in [data] + sandboxes.map({ root + "/.var/app/" + $0 + "/data" }) {
+            let namespaces = dataHome + "/openudid/ns"
+            for namespace in (try? manager.contentsOfDirectory(atPath: namespaces)) ?? [] {
+                let vendors = namespaces + "/" + namespace + "/vendors"
+                guard manager.fileExists(atPath: vendors) else { continue }
+                do {
+                    try manager.removeItem(atPath: vendors)
+                } catch {
+                    throw LabError("cannot delete the file mirror \(vendors): \(error.localizedDescription)")
+                }
+            }
+        }
+    }
+}

@@ -167,7 +167,8 @@ enum SVGTimeline {
         return "hsl(\(Int(hue)),60%,52%)"
     }
 
-    private static func f(_ value: Double) -> String {
+    /// `value` as SVG writes it: whole numbers bare, others to one decimal.
+    static func f(_ value: Double) -> String {
         value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
     }
 
@@ -178,8 +179,10 @@ enum SVGTimeline {
     }
 
     /// SVG text under construction.
-    private struct Picture {
+    struct Picture {
         private var parts: [String]
+
+        /// An empty picture of that size.
 
         init(width: Double, height: Double) {
             parts = [

@@ -9,8 +9,8 @@ enum TerminalSummary {
     /// The columns of the shared approaches, whose breaks the summary names.
     static let sharedColumns: [MechanismKind] = [.selection, .selectionAndFile, .vendorMirror]
 
-    /// The summary of `report`, whose files were written into `directory`.
-    static func render(_ report: LabReport, directory: String) -> String {
+    /// The summary of `report`, and of the population run after it, whose files were written into `directory`.
+    static func render(_ report: LabReport, population: PopulationResult? = nil, directory: String) -> String {
         let steps = report.scenarios.reduce(0) { $0 + $1.steps.count }
         let took = report.seconds.map { " in " + String(format: "%.1f s", $0) } ?? ""
         var lines = [
@@ -20,7 +20,9 @@ enum TerminalSummary {
             "than it or any app had before, or the apps saw different ones:"
         ]
         for kind in sharedColumns {
-            let broke = report.scenarios.filter { breaks($0, in: kind) }.map(\.scenario.title)
+            // The life scenarios measure every event for the population: each breaks something by design.
+            let stories = report.scenarios.filter { ![Catalogue.lifeKeys.plain, Catalogue.lifeKeys.sandboxed].contains($0.scenario.key) }
+            let broke = stories.filter { breaks($0, in: kind) }.map(\.scenario.title)
             lines += wrapped(
                 "\(kind.title) (\(kind.likeness)): " + (broke.isEmpty ? "nothing; it held throughout" : broke.joined(separator: ", ")),
                 indent: "  ", continuation: "      ")
@@ -31,6 +33,17 @@ enum TerminalSummary {
             "  the timeline:     \(directory)/lab.svg",
             "  every identifier: \(directory)/lab.json"
         ]
+        if let population {
+            let day = population.parameters.days
+            let shares = sharedColumns.dropFirst().map {
+                "\($0.title) \(PopulationMarkdown.percent(population.stabilityOfInstalled($0, atDay: day)))"
+            }
+            lines.append("  the population:   \(directory)/population.md")
+            lines += wrapped(
+                "Of \(population.parameters.users) simulated users, \(PopulationMarkdown.percent(population.installed[day])) "
+                    + "still have their app on day \(day); of those, on the day-0 identifier: " + shares.joined(separator: ", "),
+                indent: "", continuation: "  ")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

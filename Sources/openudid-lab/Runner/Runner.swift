@@ -182,6 +182,9 @@ final class Runner: @unchecked Sendable {
                     here.eraseSettings()
                     try reboot(context)
                     installed = installed.filter { !$0.value.isThisMachine }
+                case .loseKeyring:
+                    try equipment.keyring?.clear(vendors: LabApp.vendors, namespaces: namespaces)
+                    try here.home.removeFileMirrors()
                 case .resetAdvertisingID:
                     here.resetAdvertisingIdentifier()
                 case .limitAdTracking(let limited):

@@ -8,6 +8,10 @@ enum Catalogue {
     /// The key of the scenario of the classic four events, which tables show on its own.
     static let seedKey = "seed"
 
+    /// The keys of the two scenarios that measure the population's events: on a
+    /// desktop whose apps are not sandboxed, and on one whose apps all are.
+    static let lifeKeys = (plain: "life", sandboxed: "life-sandboxed")
+
     /// Every scenario.
     static let scenarios: [Scenario] = [
         Scenario(
@@ -146,6 +150,61 @@ enum Catalogue {
                 Step(
                     key: "opt-out-all", label: "opt out", title: "the user opts out of OpenUDID for every app (apps restart)",
                     actions: [.stop(one), .optOutEverywhere(), .start(one)])
-            ], isQuick: true)
+            ], isQuick: true),
+        Scenario(
+            key: lifeKeys.plain, title: "A desktop's events",
+            purpose:
+                "every event of the population model (docs/lab/population.md), one step each: what it does to the apps that look after it",
+            steps: life(.here), isQuick: true),
+        Scenario(
+            key: lifeKeys.sandboxed, title: "A sandboxed desktop's events",
+            purpose: "the same events with every app sandboxed without the X11 socket", steps: life(.sandboxedWithoutX11),
+            isQuick: true)
     ]
+
+    /// Every event the population model draws, in an order that gives each its
+    /// situation (other apps installed or none, the vendor known or not), with
+    /// every app started at `place`.
+    private static func life(_ place: Place) -> [Step] {
+        let sketch = LabApp.sketch
+        let maps = LabApp.maps
+        return [
+            Step(key: "first-run", label: "1st run", title: "notes starts on a fresh machine", actions: [.start([notes], place)]),
+            Step(
+                key: "install", label: "install", title: "photos (notes' vendor) and chess (another vendor) installed",
+                actions: [.start([photos, chess], place)]),
+            Step(key: "restart", label: "restart", title: "notes restarts", actions: [.stop([notes]), .start([notes], place)]),
+            Step(key: "relaunch", label: "relaunch", title: "all quit and start again", actions: [.stop(one), .start(one, place)]),
+            Step(
+                key: "reboot", label: "reboot", title: "reboot (X server restarted)",
+                actions: [.stop(one), .restartXServer, .start(one, place)]),
+            Step(
+                key: "reinstall-same-vendor", label: "reinst. 1", title: "photos removed and reinstalled beside notes",
+                actions: [.remove([photos]), .start([photos], place)]),
+            Step(
+                key: "reinstall-other-vendor", label: "reinst. 2", title: "chess removed and reinstalled (no other app of its vendor)",
+                actions: [.remove([chess]), .start([chess], place)]),
+            Step(
+                key: "reset", label: "reset", title: "the user resets the advertising and the OpenUDID identifiers",
+                actions: [.resetAdvertisingID, .resetOpenUDID]),
+            Step(
+                key: "keyring-lost", label: "keyring", title: "the keyring is lost; notes restarts",
+                actions: [.stop([notes]), .loseKeyring, .start([notes], place)]),
+            Step(
+                key: "alone-same-app", label: "alone 1", title: "all removed, then notes reinstalled",
+                actions: [.remove(one), .start([notes], place)]),
+            Step(
+                key: "alone-new-vendor", label: "alone 2", title: "notes removed; sketch (a vendor never installed) installed",
+                actions: [.remove([notes]), .start([sketch], place)]),
+            Step(
+                key: "alone-same-vendor", label: "alone 3", title: "sketch removed; maps (sketch's vendor) installed",
+                actions: [.remove([sketch]), .start([maps], place)]),
+            Step(
+                key: "keyring-lost-alone", label: "lost alone", title: "maps removed; the keyring is lost; sketch reinstalled",
+                actions: [.remove([maps]), .loseKeyring, .start([sketch], place)]),
+            Step(
+                key: "opt-out", label: "opt out", title: "the user limits ad tracking and opts out of OpenUDID (sketch restarts)",
+                actions: [.limitAdTracking(), .stop([sketch]), .optOutEverywhere(), .start([sketch], place)])
+        ]
+    }
 }

@@ -55,11 +55,16 @@ enum Action: Sendable {
     /// The user opts out of OpenUDID for every app (`openudid opt-out --all`; or,
     /// with `false`, back in). Apps read the choice when they start, so none may run.
     case optOutEverywhere(Bool = true)
+    /// The user's keyring is lost, as when a forgotten password makes the desktop
+    /// start a new, empty one: every item the apps kept in it goes, and so does a
+    /// file mirror kept in its place.
+    case loseKeyring
 
     /// Whether the action happens to the machine once rather than to each mechanism's apps.
     var isMachineWide: Bool {
         switch self {
-        case .restartXServer, .resetDevice, .eraseContent, .resetAdvertisingID, .limitAdTracking, .resetOpenUDID, .optOutEverywhere:
+        case .restartXServer, .resetDevice, .eraseContent, .resetAdvertisingID, .limitAdTracking, .resetOpenUDID, .optOutEverywhere,
+            .loseKeyring:
             true
         case .start, .stop, .remove, .optOut: false
         }
@@ -89,6 +94,7 @@ enum Action: Sendable {
         case .resetOpenUDID: return "reset the OpenUDID identifier for every app (openudid reset)"
         case .optOutEverywhere(true): return "opt the user out for every app (openudid opt-out --all)"
         case .optOutEverywhere(false): return "opt the user back in (openudid opt-out --all --undo)"
+        case .loseKeyring: return "lose the user's keyring: every item in it (and a file mirror's files) goes"
         }
     }
 }
