@@ -9,10 +9,6 @@ import XSelection
 final class Handle: Sendable {
     let udid: OpenUDID
     private let state = Mutex<State>(.idle)
-    /// The process that opened the handle. A child made by `fork()` has a
-    /// copy of it, but not the threads its participation runs on, and its
-    /// locks as they were at the fork: the child must not wait on either.
-    let process = getpid()
 
     /// Where the handle's participation stands.
     private enum State {
@@ -170,15 +166,15 @@ let handleRegistry = Registry<Handle>()
 
 /// The handle C's pointer stands for.
 func handle(_ pointer: OpaquePointer?, of function: String) throws(CallFailure) -> Handle {
+    if isForkedChild() {
+        throw CallFailure(
+            .invalidArgument,
+            function + ": the handle belongs to the process that opened it, of which this process is a child made by fork(); "
+                + "call exec() and open a handle there")
+    }
     guard let pointer else { throw CallFailure(.invalidArgument, "\(function): handle is NULL; open one with openudid_open") }
     guard let handle = handleRegistry.object(pointer) else {
         throw CallFailure(.invalidArgument, "\(function): handle \(pointer) is not open (never opened, or already closed)")
-    }
-    guard handle.process == getpid() else {
-        throw CallFailure(
-            .invalidArgument,
-            "\(function): handle \(pointer) belongs to process \(handle.process), of which this process is a child made by fork(); call exec() and open a handle there"
-        )
     }
     return handle
 }

@@ -14,6 +14,16 @@ import XSelection
 /// handle before `exec()`. Atomic, as a lock could be held at the fork.
 private let openingProcess = Atomic<Int32>(0)
 
+/// Whether this process is a child, made by `fork()`, of the process that
+/// uses the library. Every call that takes a handle asks first, and says so
+/// in words that need nothing of the runtime's: a lock a parent's thread held
+/// at the fork (the library's, or the Swift runtime's, which describing a
+/// value may take) is held for good in the child.
+func isForkedChild() -> Bool {
+    let opener = openingProcess.load(ordering: .relaxed)
+    return opener != 0 && opener != getpid()
+}
+
 /// Opens a handle for `openudid_open` and `openudid_open_with`.
 private func open(
     _ app: UnsafePointer<CChar>?, _ vendor: UnsafePointer<CChar>?, _ optionsPointer: OpaquePointer?,
@@ -26,8 +36,7 @@ private func open(
         guard first || opener == getpid() else {
             throw CallFailure(
                 .invalidArgument,
-                "\(function): this process is a child, made by fork(), of process \(opener), which uses the library; call exec() before opening a handle"
-            )
+                function + ": this process is a child, made by fork(), of a process that uses the library; call exec() before opening a handle")
         }
         let app = try text(app, "app", of: function, required: true)!
         let vendor = try text(vendor, "vendor", of: function)
@@ -79,6 +88,6 @@ public func openudid_open_with(
 public func openudid_close(_ pointer: OpaquePointer?) {
     // A child of a fork keeps the parent's handles as they are: freeing one
     // would stop a participation whose threads only the parent has.
-    if let inherited = handleRegistry.object(pointer), inherited.process != getpid() { return }
+    if isForkedChild() { return }
     handleRegistry.remove(pointer)?.close()
 }
