@@ -329,27 +329,53 @@ extension Bench {
 
     func convergence() throws {
         for apps in [2, 10, 30, 100] {
-            // A hundred processes take a while to start: fewer trials of them.
-            let trials = apps == 100 ? plan.convergenceTrials100 : plan.convergenceTrials
-            log("convergence: \(apps) apps started at once, \(trials) trials")
-            var samples: [Double] = []
-            var failures: [String] = []
-            for trial in 0..<trials {
-                switch try convergenceTrial(apps: apps, trial: trial) {
-                case .success(let time): samples.append(time)
-                case .failure(let problem): failures.append(problem.description)
-                }
-            }
-            var figure = Figure(
-                "converge.\(apps)", "\(apps) apps started at once: last start until all report one identifier",
-                samples: samples, baseline: "footprint.get.wall",
-                target: apps == 30 ? .atMost(0.3) : apps == 100 ? .atMost(2) : nil)
-            figure.failures = failures.count
-            if !failures.isEmpty {
-                results.notes.append("converge.\(apps): \(failures.count) trial(s) did not converge: \(failures.joined(separator: "; "))")
-            }
-            results.add(figure)
+            try convergence(apps: apps, tool: tools.openudid, suffix: "")
+            // Side by side in the same run: an earlier build (`--baseline-build`),
+            // for the sizes that have a target.
+            if let earlier = baselineBuild, apps >= 30 { try convergence(apps: apps, tool: earlier, suffix: ".baseline-build") }
         }
+    }
+
+    private func convergence(apps: Int, tool: String, suffix: String) throws {
+        // A hundred processes take a while to start: fewer trials of them.
+        let trials = apps == 100 ? plan.convergenceTrials100 : plan.convergenceTrials
+        log("convergence\(suffix): \(apps) apps started at once, \(trials) trials")
+        var samples: [Double] = []
+        var failures: [String] = []
+        var clients: [Double] = []
+        for trial in 0..<trials {
+            switch try convergenceTrial(apps: apps, trial: trial, tool: tool) {
+            case .success(let (time, connections)):
+                samples.append(time)
+                clients.append(Double(connections))
+            case .failure(let problem): failures.append(problem.description)
+            }
+        }
+        let name = "converge.\(apps)\(suffix)"
+        var figure = Figure(
+            name, "\(apps) apps started at once: last start until all report one identifier\(suffix.isEmpty ? "" : " (earlier build)")",
+            samples: samples, baseline: suffix.isEmpty && baselineBuild != nil && apps >= 30 ? "\(name).baseline-build" : "footprint.get.wall",
+            target: suffix.isEmpty ? (apps == 30 ? .atMost(0.25) : apps == 100 ? .atMost(1.5) : nil) : nil)
+        figure.failures = failures.count
+        if !failures.isEmpty {
+            results.notes.append("\(name): \(failures.count) trial(s) did not converge: \(failures.joined(separator: "; "))")
+        }
+        results.add(figure)
+        if apps == 100 {
+            results.add(
+                Figure(
+                    "clients.100\(suffix)", "X connections the 100 participants hold once they agree\(suffix.isEmpty ? "" : " (earlier build)")",
+                    unit: .count, samples: clients,
+                    baseline: suffix.isEmpty && baselineBuild != nil ? "clients.100.baseline-build" : nil,
+                    target: suffix.isEmpty && baselineBuild != nil ? .atMostTimesBaseline(0.5) : nil))
+        }
+    }
+
+    /// How many sockets process `pid` holds.
+    static func sockets(of pid: pid_t) -> Int {
+        let directory = "/proc/\(pid)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.count { (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0))?.hasPrefix("socket:") == true }
     }
 
     /// Starts `apps` participants from an empty state (a new home, no slot owned) as
@@ -359,7 +385,10 @@ extension Bench {
     /// Trials of one size share a namespace, so the slots they use are the same
     /// hundred selections each time rather than a hundred more for the server to
     /// keep and search on every request.
-    private func convergenceTrial(apps: Int, trial: Int) throws -> Result<Double, BenchError> {
+    ///
+    /// - Returns: The time, and the X connections the apps hold then (each
+    ///   socket of theirs is one: with the file mirror they talk to nothing else).
+    private func convergenceTrial(apps: Int, trial: Int, tool: String) throws -> Result<(Double, Int), BenchError> {
         let namespace = "conv\(apps)"
         let home = try PrivateHome(scratch: scratch, name: "converge-\(apps)-\(trial)")
         defer { try? FileManager.default.removeItem(atPath: home.root) }
@@ -375,7 +404,7 @@ extension Bench {
         for index in 0..<apps {
             children.append(
                 try Child(
-                    tools.openudid,
+                    tool,
                     [
                         "serve", "--app", "com.vendor\(index % 3).app\(index)", "--namespace", namespace,
                         "--mirror", "file"
@@ -390,7 +419,7 @@ extension Bench {
         while true {
             let now = ContinuousClock.now
             if let agreedAt, now - lastLine >= plan.convergenceSettle {
-                return .success(seconds(agreedAt - lastStart))
+                return .success((seconds(agreedAt - lastStart), children.map { Self.sockets(of: $0.pid) }.reduce(0, +)))
             }
             guard now < deadline else {
                 let distinct = Set(latest.compactMap { $0 }).count

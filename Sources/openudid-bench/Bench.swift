@@ -53,6 +53,8 @@ func measure<T>(warmup: Int, reps: Int, _ body: () throws -> T, check: (T) throw
 final class Bench {
     let plan: Plan
     let tools: Tools
+    /// An `openudid` of an earlier build, measured beside this one where set.
+    let baselineBuild: String?
     let scratch: Scratch
     /// The X server of the current section; each section gets a fresh one (see `freshServer`).
     private(set) var server: PrivateXServer
@@ -63,8 +65,9 @@ final class Bench {
 
     var display: String { server.display }
 
-    init(plan: Plan) throws {
+    init(plan: Plan, baselineBuild: String? = nil) throws {
         self.plan = plan
+        self.baselineBuild = baselineBuild
         tools = try Tools()
         scratch = try Scratch()
         server = try PrivateXServer(scratch: scratch)

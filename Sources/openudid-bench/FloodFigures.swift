@@ -46,7 +46,7 @@ extension Bench {
             while ContinuousClock.now < end {
                 let asked = ContinuousClock.now
                 let outcome = try reader.read(SelectionName(slot), target: "_OPENUDID_RECORD", options: .init(deadline: .seconds(5)))
-                if case .value = outcome { answers.append(seconds(.now - asked)) } else { answers.append(nil) }
+                if outcome.kind == .value { answers.append(seconds(.now - asked)) } else { answers.append(nil) }
             }
             return answers
         }

@@ -27,6 +27,9 @@ let bench = Command(
         .value("update-doc", "PATH", help: "replace the results block of PATH (docs/BENCHMARKS.md)", mayRepeat: true),
         .value("invoked-as", "TEXT", help: "the command to name in --update-doc (default: this command line)", mayRepeat: true),
         .value(
+            "baseline-build", "PATH",
+            help: "an openudid of an earlier build (the two-connection 0.4.0, say): the convergence section measures it beside this one"),
+        .value(
             "only", "LIST",
             help: "comma-separated sections: " + sectionNames.joined(separator: ",") + " (cold: the start of busy alone)",
             check: .custom { list in
@@ -121,7 +124,7 @@ let loadAtStart = Machine.loadAverage()
 let started = ContinuousClock.now
 let results: Results
 do {
-    let bench = try Bench(plan: Plan(quick: quick))
+    let bench = try Bench(plan: Plan(quick: quick), baselineBuild: arguments["baseline-build"])
     var first = true
     func section(_ name: String, _ body: () throws -> Void) throws {
         guard sections.contains(name) || partNames.contains(where: { $0.value == name && sections.contains($0.key) }) else { return }
