@@ -76,6 +76,8 @@ struct StatusPage {
             return [Line("  The user opted out for every app: every app reports 40 zeros.", colour: Self.alarm)]
         case .noConsent:
             return [Line("  Waiting for the user's consent: nothing is read, kept or shared yet.", colour: Self.alarm)]
+        case let reason?:
+            return [Line("  Opted out (\(reason.rawValue)): this app reports 40 zeros.", colour: Self.alarm)]
         case nil:
             break
         }
@@ -87,7 +89,7 @@ struct StatusPage {
             lines.append(Line("  Generated here: no other app and no mirror had one."))
         case .keptLocal:
             lines.append(Line("  Kept this app's own value: " + voteSummary(report)))
-        case .optedOut:
+        default:
             return [Line("  No vote was held.")]
         }
         if let replaced = report.replaced {
@@ -130,6 +132,7 @@ struct StatusPage {
         case .localCache: "local cache"
         case .mirror: ballot.source.components(separatedBy: " of ").first ?? "mirror"
         case .held: "value held in memory"
+        default: ballot.kind.rawValue
         }
     }
 

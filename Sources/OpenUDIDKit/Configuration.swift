@@ -2,36 +2,31 @@ import FoundationEssentials
 import Glibc
 import InputGate
 
-/// Where the per-vendor mirror lives.
-public enum MirrorChoice: Sendable, CustomStringConvertible {
-    /// The Secret Service if one answers on the session bus, else the file store.
-    case automatic
-    /// The freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet's service).
-    case secretService
-    /// The embedded file store under `$XDG_DATA_HOME/openudid/vendors/`.
-    case file
-    /// No mirror: the identifier lives in selections, file slots and local caches only.
-    case none
-
+/// Where the per-vendor mirror lives. New stores may come in later versions.
+public struct MirrorChoice: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     /// The choice's name: `automatic`, `secret-service`, `file` or `none`.
-    public var description: String {
-        switch self {
-        case .automatic: "automatic"
-        case .secretService: "secret-service"
-        case .file: "file"
-        case .none: "none"
-        }
-    }
+    public let rawValue: String
 
-    /// Parses the names the command-line tool accepts: `automatic`, `secret-service`, `file`, `none`.
+    /// The choice named `rawValue`.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The Secret Service if one answers on the session bus, else the file store.
+    public static let automatic = MirrorChoice(rawValue: "automatic")
+    /// The freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet's service).
+    public static let secretService = MirrorChoice(rawValue: "secret-service")
+    /// The embedded file store under `$XDG_DATA_HOME/openudid/vendors/`.
+    public static let file = MirrorChoice(rawValue: "file")
+    /// No mirror: the identifier lives in selections, file slots and local caches only.
+    public static let none = MirrorChoice(rawValue: "none")
+
+    /// The choice's name.
+    public var description: String { rawValue }
+
+    /// Parses the names the command-line tool accepts: `automatic` (or `auto`), `secret-service`, `file`, `none`.
     package init?(name: String) {
-        switch name {
-        case "automatic", "auto": self = .automatic
-        case "secret-service": self = .secretService
-        case "file": self = .file
-        case "none": self = .none
-        default: return nil
-        }
+        let choice = MirrorChoice(rawValue: name == "auto" ? "automatic" : name)
+        guard [.automatic, .secretService, .file, .none].contains(choice) else { return nil }
+        self = choice
     }
 }
 

@@ -1,15 +1,22 @@
 import FoundationEssentials
 import Glibc
 
-/// Why an app reports the all-zero identifier.
-public enum OptOut: String, Sendable, Hashable, Codable {
+/// Why an app reports the all-zero identifier: a token of docs/PROTOCOL.md
+/// §12 (`optedOut`). New reasons may come in later versions.
+public struct OptOut: RawRepresentable, Sendable, Hashable, Codable {
+    /// The token, such as `app`.
+    public let rawValue: String
+
+    /// The reason spelled `rawValue`.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
     /// This app opted out.
-    case app
+    public static let app = OptOut(rawValue: "app")
     /// The user opted out for every app.
-    case user
+    public static let user = OptOut(rawValue: "user")
     /// The app requires the user's consent (`Configuration.requiresConsent`) and
     /// has none recorded: nothing was read, generated, written or published.
-    case noConsent = "no-consent"
+    public static let noConsent = OptOut(rawValue: "no-consent")
 }
 
 /// A record that was found but not counted, and why: `{place, code, reason}`.
@@ -82,6 +89,7 @@ public struct Rejection: Error, Sendable, Hashable, Codable, CustomStringConvert
 }
 
 /// What happened to one source during a resolution: `{name, state, records?, detail?}`.
+/// Closed: a source was read, could not be, or was not asked; there is no fourth.
 public enum SourceStatus: Sendable, Hashable, Codable, CustomStringConvertible {
     /// It was read; this many valid records came from it.
     case read(Report.Place, records: Int)
@@ -146,6 +154,8 @@ public enum SourceStatus: Sendable, Hashable, Codable, CustomStringConvertible {
 }
 
 /// What an app did to one place it owns after resolving: `{place, outcome, detail?}`.
+/// Closed: a place was written, held the winner already, was left alone, or
+/// the write failed; there is no fifth.
 public enum Repair: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The winner was written.
     case written(Report.Place)
@@ -217,33 +227,49 @@ public enum Repair: Sendable, Hashable, Codable, CustomStringConvertible {
 /// (`Rejection.Code`) where later versions may add tokens. Free text sits in
 /// `Rejection.reason` and the payloads of `SourceStatus` and `Repair` only.
 public struct Report: Sendable, Hashable {
-    /// A kind of place that holds the identifier; its raw value is a ballot's `kind`.
-    public enum Place: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A kind of place that holds the identifier; its raw value is a ballot's
+    /// `kind`. New places may come in later versions.
+    public struct Place: RawRepresentable, Sendable, Hashable, Codable {
+        /// The token, such as `file-slot`.
+        public let rawValue: String
+
+        /// The place spelled `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The selection slots (`selections` as a source, `selection slot` as a repair).
-        case selection
+        public static let selection = Place(rawValue: "selection")
         /// The apps' file slots (`file-slots` as a source, `file slot` as a repair).
-        case fileSlot = "file-slot"
+        public static let fileSlot = Place(rawValue: "file-slot")
         /// The resolving app's local cache (`local-cache`, `local cache`).
-        case localCache = "local-cache"
+        public static let localCache = Place(rawValue: "local-cache")
         /// The vendor mirror (`mirror`).
-        case mirror
+        public static let mirror = Place(rawValue: "mirror")
         /// The value the resolving app holds in memory: a ballot only.
-        case held
+        public static let held = Place(rawValue: "held")
+        /// Every place this version knows.
+        static let known: [Place] = [.selection, .fileSlot, .localCache, .mirror, .held]
     }
 
-    /// How the identifier came about: `origin`.
-    public enum Origin: String, Sendable, Hashable, Codable {
+    /// How the identifier came about: `origin`. New origins may come in later versions.
+    public struct Origin: RawRepresentable, Sendable, Hashable, Codable {
+        /// The token, such as `kept-local`.
+        public let rawValue: String
+
+        /// The origin spelled `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The app adopted the vote's winner.
-        case consensus
+        public static let consensus = Origin(rawValue: "consensus")
         /// Nobody voted; the app generated a new identifier.
-        case generated
+        public static let generated = Origin(rawValue: "generated")
         /// The app kept its own value, against the vote (keep policy) or because nobody voted.
-        case keptLocal = "kept-local"
+        public static let keptLocal = Origin(rawValue: "kept-local")
         /// The app reports the all-zero identifier (`optOut` says why).
-        case optedOut = "opted-out"
+        public static let optedOut = Origin(rawValue: "opted-out")
     }
 
-    /// A tier of the vote (§6.1): `decidedBy`.
+    /// A tier of the vote (§6.1): `decidedBy`. Closed: the protocol has two
+    /// tiers, by who can write a ballot, and a third would be another protocol.
     public enum Tier: String, Sendable, Hashable, Codable {
         /// File slots, local caches, vendor mirrors, a file-keeping app's held value:
         /// places only the user's own processes can write.
@@ -288,26 +314,33 @@ public struct Report: Sendable, Hashable {
 
     /// A record that did not vote: `{candidate, reason, counted?}`.
     public struct Ignored: Sendable, Hashable, Codable {
-        /// Why a record did not vote: `ignored[].reason`.
-        public enum Reason: String, Sendable, Hashable, Codable {
+        /// Why a record did not vote: `ignored[].reason`. New reasons may
+        /// come in later versions (three did in 0.3.0).
+        public struct Reason: RawRepresentable, Sendable, Hashable, Codable {
+            /// The token, such as `same-client`.
+            public let rawValue: String
+
+            /// The reason spelled `rawValue`.
+            public init(rawValue: String) { self.rawValue = rawValue }
+
             /// Its X client's ballot is its record in a lower slot (`counted`).
-            case sameClient = "same-client"
+            public static let sameClient = Reason(rawValue: "same-client")
             /// Its app's ballot is another record (`counted`).
-            case sameApp = "same-app"
+            public static let sameApp = Reason(rawValue: "same-app")
             /// The same vendor's mirror in another store is counted (`counted`).
-            case sameVendor = "same-vendor"
+            public static let sameVendor = Reason(rawValue: "same-vendor")
             /// It is an opted-out record.
-            case optedOut = "opted-out"
+            public static let optedOut = Reason(rawValue: "opted-out")
             /// It names another app (file slot) or vendor (mirror) than its place.
-            case misplaced
-            /// It is a selection record while durable ballots decide.
-            case outranked
+            public static let misplaced = Reason(rawValue: "misplaced")
+            /// It is a live ballot while durable ballots decide.
+            public static let outranked = Reason(rawValue: "outranked")
             /// It belongs to an older reset generation than the current one.
-            case superseded
+            public static let superseded = Reason(rawValue: "superseded")
             /// It claims a later reset generation than the user's own evidence names.
-            case ahead
-            /// It is a selection of the current reset generation not bound to the user's reset key.
-            case unbound
+            public static let ahead = Reason(rawValue: "ahead")
+            /// It is a selection of the current generation not bound to the user's reset key, or whose key is unknown.
+            public static let unbound = Reason(rawValue: "unbound")
         }
 
         /// The record.
@@ -412,8 +445,8 @@ extension Report {
     ) {
         self.init(
             app: app, identifier: identifier, born: born, generation: generation, optOut: optOut, slot: slot,
-            origin: resolution.map { Origin($0.origin) } ?? .optedOut, provisional: resolution?.provisional ?? false,
-            decidedBy: resolution?.decidedBy.map(Tier.init),
+            origin: resolution?.origin ?? .optedOut, provisional: resolution?.provisional ?? false,
+            decidedBy: resolution?.decidedBy,
             votes: resolution?.tally.map { Vote(identifier: $0.identifier, votes: $0.votes, born: $0.born) } ?? [],
             agreeing: resolution?.agreeing.map(Ballot.init) ?? [], disagreeing: resolution?.disagreeing.map(Ballot.init) ?? [],
             ignored: resolution?.ignored.map {
@@ -432,7 +465,7 @@ extension Report.Place {
         switch self {
         case .selection: "selections"
         case .fileSlot: "file-slots"
-        case .localCache, .mirror, .held: rawValue
+        default: rawValue
         }
     }
 
@@ -442,19 +475,19 @@ extension Report.Place {
         case .selection: "selection slot"
         case .fileSlot: "file slot"
         case .localCache: "local cache"
-        case .mirror, .held: rawValue
+        default: rawValue
         }
     }
 
     /// The place whose source name is `sourceName`.
     package init?(sourceName: String) {
-        guard let place = Self.allCases.first(where: { $0.sourceName == sourceName }) else { return nil }
+        guard let place = Self.known.first(where: { $0.sourceName == sourceName }) else { return nil }
         self = place
     }
 
     /// The place whose repair name is `repairName`.
     package init?(repairName: String) {
-        guard let place = Self.allCases.first(where: { $0.repairName == repairName }) else { return nil }
+        guard let place = Self.known.first(where: { $0.repairName == repairName }) else { return nil }
         self = place
     }
 
@@ -466,27 +499,6 @@ extension Report.Place {
         case .localCache: self = .localCache
         case .vendorMirror: self = .mirror
         case .held: self = .held
-        }
-    }
-}
-
-extension Report.Origin {
-    /// The origin of a vote's result.
-    package init(_ origin: Resolution.Origin) {
-        switch origin {
-        case .consensus: self = .consensus
-        case .generated: self = .generated
-        case .keptLocal: self = .keptLocal
-        }
-    }
-}
-
-extension Report.Tier {
-    /// The tier of a vote.
-    package init(_ tier: Resolution.Tier) {
-        switch tier {
-        case .durable: self = .durable
-        case .live: self = .live
         }
     }
 }

@@ -152,7 +152,7 @@ public final class SelectionReader: Sendable {
     /// The targets the owner of `selection` offers (its answer to `TARGETS`), or nil if it gave none.
     public func targets(of selection: SelectionName, options: Options = Options()) throws(XSelectionError) -> [String]? {
         try withCore { core throws(XSelectionError) in
-            guard case .value(let value) = try core.read([selection], target: "TARGETS", options: options)[selection],
+            guard let value = try core.read([selection], target: "TARGETS", options: options)[selection]?.value,
                 value.format == 32
             else { return nil }
             return core.connection.names(of: value.items32.map(UInt.init))
@@ -321,36 +321,85 @@ public struct ReadProgress: Sendable {
     }
 }
 
-/// What reading one selection gave.
-public enum ReadOutcome: Sendable, Equatable {
-    /// Nobody owns the selection.
-    case noOwner
-    /// The owner answered with a value.
-    case value(SelectionValue)
-    /// The owner refused the conversion (it does not offer the target, or declined).
-    case refused(owner: SelectionHolder?)
-    /// No answer (or no complete answer) arrived before the pass's deadline.
-    case timedOut(owner: SelectionHolder?)
-    /// The value exceeds the size cap; `bytes` is the size announced or received so far.
-    case tooLarge(owner: SelectionHolder?, bytes: Int)
-    /// The answer broke the protocol: wrong property, missing data, a broken INCR, an owner that died mid-transfer.
-    case malformed(owner: SelectionHolder?, reason: String)
-    /// The selection changed owner between the owner query (`owner`) and the
-    /// answer, so whoever answered is not known for certain; the answer is not
-    /// given. Reading again tells. Detected where the server has XFixes.
-    case ownerChanged(owner: SelectionHolder?)
-    /// The pass ended before this selection answered, because the caller's
-    /// `SelectionReader.Options.settled` said it needed no more answers.
-    case notAwaited(owner: SelectionHolder?)
-    /// Another client wrote the answer's property too, between the conversion
-    /// and the read, in every pass the deadline left room for: the bytes read
-    /// may be anyone's, so no answer is given. The owner did answer; a client
-    /// that writes into other owners' answers hides them this way.
-    case spoiled(owner: SelectionHolder?)
+/// What reading one selection gave: its `kind`, with the owner it is about
+/// and what the kind carries. New kinds may come in later versions (`spoiled`
+/// came in 0.3.0): compare `kind` with `==`, and give a `switch` over it a `default`.
+public struct ReadOutcome: Sendable, Equatable {
+    /// What kind of outcome it is.
+    public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The kind's stable name, such as `noOwner`.
+        public let rawValue: String
 
-    /// The value, when there is one.
-    public var value: SelectionValue? {
-        if case .value(let value) = self { return value }
-        return nil
+        /// The kind named `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// Nobody owns the selection.
+        public static let noOwner = Kind(rawValue: "noOwner")
+        /// The owner answered with a value (`value`).
+        public static let value = Kind(rawValue: "value")
+        /// The owner refused the conversion (it does not offer the target, or declined).
+        public static let refused = Kind(rawValue: "refused")
+        /// No answer (or no complete answer) arrived before the pass's deadline.
+        public static let timedOut = Kind(rawValue: "timedOut")
+        /// The value exceeds the size cap; `bytes` is the size announced or received so far.
+        public static let tooLarge = Kind(rawValue: "tooLarge")
+        /// The answer broke the protocol (`reason`): wrong property, missing data, a
+        /// broken INCR, an owner that died mid-transfer.
+        public static let malformed = Kind(rawValue: "malformed")
+        /// The selection changed owner between the owner query (`owner`) and the
+        /// answer, so whoever answered is not known for certain; the answer is not
+        /// given. Reading again tells. Detected where the server has XFixes.
+        public static let ownerChanged = Kind(rawValue: "ownerChanged")
+        /// The pass ended before this selection answered, because the caller's
+        /// `SelectionReader.Options.settled` said it needed no more answers.
+        public static let notAwaited = Kind(rawValue: "notAwaited")
+        /// Another client wrote the answer's property too, between the conversion
+        /// and the read, in every pass the deadline left room for: the bytes read
+        /// may be anyone's, so no answer is given. The owner did answer; a client
+        /// that writes into other owners' answers hides them this way.
+        public static let spoiled = Kind(rawValue: "spoiled")
+
+        /// The stable name.
+        public var description: String { rawValue }
     }
+
+    /// What kind of outcome it is.
+    public let kind: Kind
+    /// The owner the outcome is about, where one was known (the value's owner for `value`).
+    public let owner: SelectionHolder?
+    /// The value, for `value`.
+    public let value: SelectionValue?
+    /// For `tooLarge`: the size announced or received so far.
+    public let bytes: Int?
+    /// For `malformed`: what was wrong.
+    public let reason: String?
+
+    private init(
+        _ kind: Kind, owner: SelectionHolder?, value: SelectionValue? = nil, bytes: Int? = nil, reason: String? = nil
+    ) {
+        (self.kind, self.owner, self.value, self.bytes, self.reason) = (kind, owner, value, bytes, reason)
+    }
+
+    /// Nobody owns the selection.
+    public static let noOwner = ReadOutcome(.noOwner, owner: nil)
+    /// The owner answered with `value`.
+    public static func value(_ value: SelectionValue) -> ReadOutcome { ReadOutcome(.value, owner: value.owner, value: value) }
+    /// The owner refused the conversion.
+    public static func refused(owner: SelectionHolder?) -> ReadOutcome { ReadOutcome(.refused, owner: owner) }
+    /// No (complete) answer came before the deadline.
+    public static func timedOut(owner: SelectionHolder?) -> ReadOutcome { ReadOutcome(.timedOut, owner: owner) }
+    /// The value exceeds the size cap.
+    public static func tooLarge(owner: SelectionHolder?, bytes: Int) -> ReadOutcome {
+        ReadOutcome(.tooLarge, owner: owner, bytes: bytes)
+    }
+    /// The answer broke the protocol.
+    public static func malformed(owner: SelectionHolder?, reason: String) -> ReadOutcome {
+        ReadOutcome(.malformed, owner: owner, reason: reason)
+    }
+    /// The selection changed owner while it was read.
+    public static func ownerChanged(owner: SelectionHolder?) -> ReadOutcome { ReadOutcome(.ownerChanged, owner: owner) }
+    /// The pass ended before the owner answered.
+    public static func notAwaited(owner: SelectionHolder?) -> ReadOutcome { ReadOutcome(.notAwaited, owner: owner) }
+    /// Another client wrote into the answer in every pass.
+    public static func spoiled(owner: SelectionHolder?) -> ReadOutcome { ReadOutcome(.spoiled, owner: owner) }
 }

@@ -60,10 +60,10 @@ import Testing
 
         let expect = try #require(object["expect"] as? [String: Any])
         #expect(resolution.identifier.hex == expect["id"] as? String)
-        #expect(Report.Origin(resolution.origin).rawValue == expect["origin"] as? String)
+        #expect(resolution.origin.rawValue == expect["origin"] as? String)
         #expect(resolution.born == expect["born"] as? Int64)
         #expect(resolution.generation == expect["generation"] as? Int64 ?? 0)
-        #expect(resolution.decidedBy.map { Report.Tier($0).rawValue } == expect["decidedBy"] as? String)
+        #expect(resolution.decidedBy?.rawValue == expect["decidedBy"] as? String)
         #expect(resolution.replaced?.hex == expect["replaced"] as? String)
         let votes = Dictionary(uniqueKeysWithValues: resolution.tally.map { ($0.identifier.hex, $0.votes) })
         #expect(votes == expect["votes"] as? [String: Int])

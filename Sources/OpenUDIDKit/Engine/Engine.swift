@@ -80,7 +80,6 @@ final class Engine: @unchecked Sendable {
         let bus = SessionBus.address(in: environment, fileSystem: fileSystem)
         let address = try? bus.get()
         switch choice {
-        case .none: return nil
         case .file: return FileVendorMirror(paths: paths, fileSystem: fileSystem)
         case .secretService: return SecretServiceMirror(busAddress: address, namespace: paths.namespace, deadline: deadline)
         case .automatic:
@@ -101,6 +100,7 @@ final class Engine: @unchecked Sendable {
                 files.passedOver = failure.message
                 return files
             }
+        default: return nil // `none`, or a store this version does not know
         }
     }
 

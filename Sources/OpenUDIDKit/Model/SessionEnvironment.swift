@@ -3,60 +3,38 @@ import Glibc
 
 /// Something about the session that limits what this app can share, as a
 /// line of a report (docs/PROTOCOL.md §12 `environment`: `{code, detail}`).
-/// Each case carries what it means for sharing, for a person.
-public enum EnvironmentNote: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// `sandboxed`: a Flatpak sandbox (`FLATPAK_ID` or `/.flatpak-info`).
-    case sandboxed(String)
-    /// `no-display`: no `DISPLAY`.
-    case noDisplay(String)
-    /// `wayland-without-x`: `WAYLAND_DISPLAY` set, no `DISPLAY`.
-    case waylandWithoutX(String)
-    /// `x-unreachable`: the X server named cannot be reached.
-    case xUnreachable(String)
+public struct EnvironmentNote: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The kind of note, a token of §12. New kinds may come in later versions.
+    public struct Code: RawRepresentable, Sendable, Hashable, Codable {
+        /// The token, such as `sandboxed`.
+        public let rawValue: String
 
-    /// The stable token of §12.
-    package var code: String {
-        switch self {
-        case .sandboxed: "sandboxed"
-        case .noDisplay: "no-display"
-        case .waylandWithoutX: "wayland-without-x"
-        case .xUnreachable: "x-unreachable"
-        }
+        /// The kind spelled `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// A Flatpak sandbox (`FLATPAK_ID` or `/.flatpak-info`).
+        public static let sandboxed = Code(rawValue: "sandboxed")
+        /// No `DISPLAY`.
+        public static let noDisplay = Code(rawValue: "no-display")
+        /// `WAYLAND_DISPLAY` set, no `DISPLAY`.
+        public static let waylandWithoutX = Code(rawValue: "wayland-without-x")
+        /// The X server named cannot be reached.
+        public static let xUnreachable = Code(rawValue: "x-unreachable")
     }
 
+    /// The kind of note.
+    public let code: Code
     /// What the note means for sharing, for a person.
-    public var detail: String {
-        switch self {
-        case .sandboxed(let detail), .noDisplay(let detail), .waylandWithoutX(let detail), .xUnreachable(let detail): detail
-        }
+    public let detail: String
+
+    /// A note of `code` saying `detail`.
+    package init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
     }
 
     /// `code: detail`.
-    public var description: String { "\(code): \(detail)" }
-
-    private enum CodingKeys: String, CodingKey { case code, detail }
-
-    /// Decodes `{code, detail}`.
-    ///
-    /// - Throws: `DecodingError` for a code §12 does not list.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let detail = try container.decode(String.self, forKey: .detail)
-        switch try container.decode(String.self, forKey: .code) {
-        case "sandboxed": self = .sandboxed(detail)
-        case "no-display": self = .noDisplay(detail)
-        case "wayland-without-x": self = .waylandWithoutX(detail)
-        case "x-unreachable": self = .xUnreachable(detail)
-        case let code: throw DecodingError.dataCorruptedError(forKey: .code, in: container, debugDescription: "unknown note \(code)")
-        }
-    }
-
-    /// Encodes `{code, detail}`.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(code, forKey: .code)
-        try container.encode(detail, forKey: .detail)
-    }
+    public var description: String { "\(code.rawValue): \(detail)" }
 }
 
 /// Where the app runs, as far as sharing is concerned: a Flatpak sandbox, a
@@ -71,7 +49,8 @@ enum SessionEnvironment {
             // The permissions are finish-args of the app's manifest, the only
             // thing that changes what a sandbox may reach (measured with Flatpak 1.14).
             notes.append(
-                .sandboxed(
+                EnvironmentNote(
+                    .sandboxed,
                     """
                     in the Flatpak sandbox of \(sandbox): its file slots and local cache are its own unless its \
                     manifest adds --filesystem=xdg-data/openudid:create, and the user's opt-out reaches it only with \
@@ -92,19 +71,22 @@ enum SessionEnvironment {
                 // (weston and GNOME start it at the first X client), so the note
                 // says what is known and where the display usually is.
                 notes.append(
-                    .waylandWithoutX(
+                    EnvironmentNote(
+                        .waylandWithoutX,
                         """
                         a Wayland session (\(wayland)) with DISPLAY unset: the X selections cannot be reached, so \
                         apps share only through their file slots and the vendor mirror; \(x11)
                         """))
             } else if display == nil {
                 notes.append(
-                    .noDisplay(
+                    EnvironmentNote(
+                        .noDisplay,
                         "no X display (DISPLAY is unset): no selections; apps share only through their file slots and the vendor mirror"
                             + (sandbox == nil ? "" : "; \(x11)")))
             } else if let display, case .unavailable(_, let why)? = selections {
                 notes.append(
-                    .xUnreachable(
+                    EnvironmentNote(
+                        .xUnreachable,
                         "the X server \(display) cannot be reached (\(why)): no selections this time"))
             }
         }

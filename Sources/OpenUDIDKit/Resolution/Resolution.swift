@@ -41,25 +41,11 @@ public enum ResolutionPolicy: Sendable, Hashable {
 /// Ties left after that are broken by the candidates' content alone, so any
 /// two apps given the same candidates, in any order, reach the same result.
 package struct Resolution: Sendable, Hashable {
-    /// How the resulting identifier was chosen.
-    package enum Origin: Sendable, Hashable {
-        /// It won the vote.
-        case consensus
-        /// Nobody voted, so it was newly generated.
-        case generated
-        /// It is the app's local value, kept by `ResolutionPolicy.keepLocal`
-        /// against another winner, or because nobody voted.
-        case keptLocal
-    }
+    /// How the resulting identifier was chosen (`consensus`, `generated` or `kept-local`).
+    package typealias Origin = Report.Origin
 
     /// Which kind of evidence decided.
-    package enum Tier: Sendable, Hashable {
-        /// Places only the user's own processes can write: file slots, local
-        /// caches, the vendor mirror, and an app's own held value.
-        case durable
-        /// Selection slots, which any client of the X display can serve.
-        case live
-    }
+    package typealias Tier = Report.Tier
 
     /// The votes one identifier received.
     package struct Tally: Sendable, Hashable {

@@ -8,7 +8,6 @@ struct SelectionSlots: Sendable {
     /// The target (and type) under which a participant serves its record.
     static let recordTarget = "_OPENUDID_RECORD"
     /// The rejection code of a slot whose answer another client wrote into (§5).
-    static let spoiledCode = "spoiled"
     /// The text targets a participant also serves, and readers accept as record types.
     static let textTypes: Set<String> = ["_OPENUDID_RECORD", "UTF8_STRING", "STRING", "TEXT"]
 
@@ -84,7 +83,7 @@ struct SelectionSlots: Sendable {
             }
         }
         var outcomes = try reader.read(names, target: Self.recordTarget, options: options)
-        let refused = outcomes.filter { if case .refused = $0.value { return true } else { return false } }.map(\.key)
+        let refused = outcomes.filter { $0.value.kind == .refused }.map(\.key)
         let remaining = deadline - (ContinuousClock.now - started)
         if !refused.isEmpty, remaining > .milliseconds(10) {
             var retryOptions = SelectionReader.Options(deadline: remaining, maxBytes: SlotRecord.maximumSize)
@@ -98,75 +97,38 @@ struct SelectionSlots: Sendable {
     /// What `outcomes` hold for the vote, in slot order: a record or a rejection per occupied slot.
     func readings(from outcomes: [SelectionName: ReadOutcome], deadline: Duration, now: Date) -> [Reading] {
         var readings: [Reading] = []
-        for (name, outcome) in outcomes {
+        for (name, outcome) in outcomes where outcome.kind != .noOwner {
             guard let index = index(of: name) else { continue }
             let place = "selection \(name)"
-            switch outcome {
-            case .noOwner:
+            func rejected(_ reason: String, _ code: Rejection.Code, at location: String = place) {
+                readings.append(Reading(index: index, holder: outcome.owner, result: .failure(Rejection(location, reason, code: code))))
+            }
+            guard let value = outcome.value else {
+                switch outcome.kind {
+                case .refused: rejected("the owner refused to give a record", .refused)
+                case .timedOut: rejected("no answer within \(deadline)", .noAnswer)
+                case .tooLarge:
+                    rejected("a record of \(outcome.bytes ?? 0) bytes, over the \(SlotRecord.maximumSize)-byte cap", .tooLarge)
+                case .ownerChanged: rejected("the slot changed owner while it was read, so whose answer it was is not known", .ownerChanged)
+                case .notAwaited:
+                    rejected("not waited for: the answers in hand settled the vote, which this slot could not change", .notAwaited)
+                case .spoiled:
+                    rejected(
+                        "another client wrote into the owner's answer each time it was asked, so the bytes could be anyone's", .spoiled)
+                default: rejected(outcome.reason ?? "the answer could not be read (\(outcome.kind))", .unreadable)
+                }
                 continue
-            case .value(let value):
-                let holder = value.owner
-                let location = "\(place) (\(holder))"
-                guard value.format == 8, Self.textTypes.contains(value.type) else {
-                    readings.append(
-                        Reading(
-                            index: index, holder: holder,
-                            result: .failure(
-                                Rejection(location, "served type \(value.type) format \(value.format), not 8-bit text", code: "wrong-type"))
-                        ))
-                    continue
-                }
-                do {
-                    let record = try SlotRecord.parse(Data(value.bytes), now: now)
-                    readings.append(Reading(index: index, holder: holder, result: .success(record)))
-                } catch {
-                    readings.append(
-                        Reading(index: index, holder: holder, result: .failure(Rejection(location, error.description, code: error.token))))
-                }
-            case .refused(let holder):
-                readings.append(
-                    Reading(
-                        index: index, holder: holder,
-                        result: .failure(Rejection(place, "the owner refused to give a record", code: "refused"))))
-            case .timedOut(let holder):
-                readings.append(
-                    Reading(
-                        index: index, holder: holder, result: .failure(Rejection(place, "no answer within \(deadline)", code: "no-answer")))
-                )
-            case .tooLarge(let holder, let bytes):
-                readings.append(
-                    Reading(
-                        index: index, holder: holder,
-                        result: .failure(
-                            Rejection(place, "a record of \(bytes) bytes, over the \(SlotRecord.maximumSize)-byte cap", code: "too-large")))
-                )
-            case .malformed(let holder, let reason):
-                readings.append(Reading(index: index, holder: holder, result: .failure(Rejection(place, reason))))
-            case .ownerChanged(let holder):
-                readings.append(
-                    Reading(
-                        index: index, holder: holder,
-                        result: .failure(
-                            Rejection(
-                                place, "the slot changed owner while it was read, so whose answer it was is not known",
-                                code: "owner-changed"))))
-            case .notAwaited(let holder):
-                readings.append(
-                    Reading(
-                        index: index, holder: holder,
-                        result: .failure(
-                            Rejection(
-                                place, "not waited for: the answers in hand settled the vote, which this slot could not change",
-                                code: "not-awaited"))))
-            case .spoiled(let holder):
-                readings.append(
-                    Reading(
-                        index: index, holder: holder,
-                        result: .failure(
-                            Rejection(
-                                place,
-                                "another client wrote into the owner's answer each time it was asked, so the bytes could be anyone's",
-                                code: Self.spoiledCode))))
+            }
+            let location = "\(place) (\(value.owner))"
+            guard value.format == 8, Self.textTypes.contains(value.type) else {
+                rejected("served type \(value.type) format \(value.format), not 8-bit text", .wrongType, at: location)
+                continue
+            }
+            do {
+                let record = try SlotRecord.parse(Data(value.bytes), now: now)
+                readings.append(Reading(index: index, holder: value.owner, result: .success(record)))
+            } catch {
+                rejected(error.description, Rejection.Code(rawValue: error.token), at: location)
             }
         }
         return readings.sorted { $0.index < $1.index }

@@ -161,13 +161,13 @@ final class ReaderCore {
         var retry = options
         retry.settled = nil
         for _ in 0..<Self.spoiledRetries {
-            let spoiled = outcomes.filter { if case .spoiled = $0.value { true } else { false } }.map(\.key)
+            let spoiled = outcomes.filter { $0.value.kind == .spoiled }.map(\.key)
             let remaining = deadline - ContinuousClock.now
             guard !spoiled.isEmpty, remaining > .milliseconds(1) else { break }
             retry.deadline = remaining
             outcomes.merge(try pass(spoiled, target: target, options: retry)) { first, again in
                 // A slot that timed out when asked again keeps what it showed first.
-                if case .timedOut = again { first } else { again }
+                again.kind == .timedOut ? first : again
             }
         }
         return outcomes
@@ -347,7 +347,7 @@ final class ReaderCore {
             free(event)
         }
         for index in slots.indices where slots[index].reusedFrom == nil && !AnswerRules.acceptsAnswer(writes: slots[index].writes) {
-            guard case .done(.value(let value)) = slots[index].stage else { continue }
+            guard case .done(let outcome) = slots[index].stage, let value = outcome.value else { continue }
             slots[index].stage = .done(
                 slots[index].writes == 0
                     ? .malformed(owner: value.owner, reason: "the answer was in its property before the selection was converted")
@@ -373,7 +373,7 @@ final class ReaderCore {
     private func keepValues(_ slots: [Slot], target: UInt) {
         guard fixesEventBase != nil else { return }
         for slot in slots where slot.reusedFrom == nil {
-            if case .done(let outcome) = slot.stage, case .value(let value) = outcome, !slot.changedInPass {
+            if case .done(let outcome) = slot.stage, let value = outcome.value, !slot.changedInPass {
                 kept[slot.atom, default: [:]][target] = Kept(owner: value.owner, value: outcome, type: slot.type)
             } else {
                 kept[slot.atom]?[target] = nil
@@ -406,21 +406,18 @@ final class ReaderCore {
         outcomes.reserveCapacity(slots.count)
         let typeNames = connection.names(
             of: slots.compactMap { slot in
-                if case .done(.value) = slot.stage { return slot.type } else { return nil }
+                if case .done(let outcome) = slot.stage, outcome.kind == .value { return slot.type } else { return nil }
             })
         var typeIterator = typeNames.makeIterator()
         for slot in slots {
-            switch slot.stage {
-            case .done(.value(let value)):
+            guard case .done(let outcome) = slot.stage else { continue }
+            if let value = outcome.value {
                 let typeName = typeIterator.next() ?? value.type
                 outcomes[slot.name] = .value(
                     SelectionValue(
-                        bytes: value.bytes, type: typeName, format: value.format,
-                        owner: value.owner, incremental: value.incremental))
-            case .done(let outcome):
+                        bytes: value.bytes, type: typeName, format: value.format, owner: value.owner, incremental: value.incremental))
+            } else {
                 outcomes[slot.name] = outcome
-            default:
-                break
             }
         }
         return outcomes
