@@ -73,7 +73,7 @@ extension OpenUDID {
             SecretServiceMirror.isAvailable(busAddress: address)
         {
             do throws(StoreUnavailable) {
-                let erased = try SecretServiceMirror(busAddress: address).everyItemReportingKeptCopies(delete: !dryRun)
+                let erased = try SecretServiceMirror(busAddress: address).everyItem(delete: !dryRun)
                 keyringItems = erased.labels
                 if let kept = erased.keptCopies { keptCopies.append(kept) }
             } catch {

@@ -107,7 +107,7 @@ extension OpenUDID {
         {
             do throws(StoreUnavailable) {
                 let (removed, keptCopies) = try SecretServiceMirror(busAddress: address, namespace: paths.namespace)
-                    .removeEveryVendorItemReportingKeptCopies()
+                    .removeEveryVendorItem()
                 if let keptCopies { problems.append(keptCopies) }
                 for item in removed {
                     keyringItems.append(item.label)

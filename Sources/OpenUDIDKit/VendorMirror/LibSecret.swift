@@ -122,7 +122,6 @@ struct LibSecret: @unchecked Sendable {
         @convention(c) (
             Service, Schema, OpaquePointer?, UnsafePointer<gchar>?, UnsafePointer<gchar>?, OpaquePointer?, Cancellable, ErrorOut
         ) -> gboolean
-    let secretServiceClearSync: @convention(c) (Service, Schema, OpaquePointer?, Cancellable, ErrorOut) -> gboolean
     let secretCollectionForAliasSync:
         @convention(c) (Service, UnsafePointer<gchar>?, SecretCollectionFlags, Cancellable, ErrorOut) -> OpaquePointer?
     let secretCollectionGetLocked: @convention(c) (OpaquePointer?) -> gboolean
@@ -246,7 +245,6 @@ struct LibSecret: @unchecked Sendable {
         secretSchemaUnref = try resolve("secret_schema_unref")
         secretServiceSearchSync = try resolve("secret_service_search_sync")
         secretServiceStoreSync = try resolve("secret_service_store_sync")
-        secretServiceClearSync = try resolve("secret_service_clear_sync")
         secretCollectionForAliasSync = try resolve("secret_collection_for_alias_sync")
         secretCollectionGetLocked = try resolve("secret_collection_get_locked")
         secretItemGetLabel = try resolve("secret_item_get_label")

@@ -123,14 +123,14 @@ package struct SecretServiceMirror: VendorMirrorStore {
                 // libsecret's store replaces a matching item, so the old one goes
                 // first. Should the new one then fail, the mirror is absent until the
                 // next write; the apps' own copies still hold the identifier.
-                for item in existing { try call.deleteOrThrow(item) }
+                for item in existing { try call.delete(item) }
             }
             try call.store(bytes, in: collection)
             // The item now has the namespace attribute; one written before it existed
             // would only be found again if this one went away. Best effort: a left-over
             // is never read while the new item exists.
             if namespace == nil, let old = try? call.unnamespacedItems() {
-                for item in old { call.delete(item) }
+                for item in old { try? call.delete(item) }
             }
         }.result.get()
     }
@@ -144,86 +144,58 @@ package struct SecretServiceMirror: VendorMirrorStore {
     ///
     /// - Throws: `StoreUnavailable` when the service cannot confirm the item is gone.
     package func remove(vendor: String) throws(StoreUnavailable) {
-        _ = try removeReportingKeptCopies(vendor: vendor)
-    }
-
-    /// Deletes the item of `vendor`, as ``remove(vendor:)`` does, and says where the
-    /// provider still keeps a copy of it, if it does.
-    ///
-    /// - Returns: A sentence naming the copy and how to remove it (KeePassXC's
-    ///   Recycle Bin and entry history), or nil when nothing was deleted or the
-    ///   provider keeps no copy of what it deletes.
-    package func removeReportingKeptCopies(vendor: String) throws(StoreUnavailable) -> String? {
-        try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) -> String? in
+        try perform("removing the item of \(vendor)", vendor: vendor) { call throws(StoreUnavailable) in
             _ = try call.usableDefaultCollection()
             let items = try call.items()
             let old = namespace == nil ? try call.unnamespacedItems() : []
-            for item in items + old { try call.deleteOrThrow(item) }
-            return call.keptCopies(of: (items + old).map { call.label(of: $0) })
+            for item in items + old { try call.delete(item) }
         }.result.get()
     }
-}
 
-extension SecretServiceMirror {
     /// The labels of every item of the mirror's schema, any vendor and any
     /// namespace; with `delete`, deletes them too (one that cannot be deleted
     /// throws, and nothing after it is deleted).
     ///
+    /// - Returns: The labels, and a sentence naming the copies the provider still
+    ///   keeps of what it deleted (KeePassXC's Recycle Bin and entry history) and
+    ///   how to remove them, or nil when it keeps none (or nothing was deleted).
     /// - Throws: `StoreUnavailable` when the service cannot be asked, or an item cannot be deleted.
-    package func everyItem(delete: Bool) throws(StoreUnavailable) -> [String] {
-        try everyItemReportingKeptCopies(delete: delete).labels
-    }
-
-    /// As ``everyItem(delete:)``, and where the provider still keeps a copy of
-    /// what it deleted (KeePassXC's Recycle Bin and entry history).
-    ///
-    /// - Returns: The labels, and a sentence naming the kept copies and how to
-    ///   remove them, or nil when the provider keeps none (or nothing was deleted).
-    package func everyItemReportingKeptCopies(delete: Bool) throws(StoreUnavailable) -> (labels: [String], keptCopies: String?) {
+    package func everyItem(delete: Bool) throws(StoreUnavailable) -> (labels: [String], keptCopies: String?) {
         try perform(delete ? "deleting every item" : "listing every item", vendor: nil) {
             call throws(StoreUnavailable) -> (labels: [String], keptCopies: String?) in
             _ = try call.usableDefaultCollection()
             let items = try call.everyItem()
             let labels = items.map { call.label(of: $0) }.sorted()
             guard delete else { return (labels, nil) }
-            for item in items { try call.deleteOrThrow(item) }
-            return (labels, call.keptCopies(of: labels))
+            for item in items { try call.delete(item) }
+            return (labels, call.provider.keptCopies(of: labels))
         }.result.get()
     }
-}
 
-extension SecretServiceMirror {
     /// Deletes every item of this mirror's namespace, whatever its vendor
     /// (outside a namespace, also the items written before the namespace
-    /// attribute existed), and returns each one's label and secret: what a
-    /// user reset removes. Items of other namespaces are left alone.
+    /// attribute existed): what a user reset removes. Items of other namespaces
+    /// are left alone.
     ///
+    /// - Returns: Each item's label and secret, and a sentence naming the copies
+    ///   the provider still keeps of what it deleted (KeePassXC's Recycle Bin) and
+    ///   how to remove them, or nil when it keeps none.
     /// - Throws: `StoreUnavailable` when the service cannot be asked, the default
     ///   collection is locked, or an item cannot be deleted (nothing after it is deleted).
-    package func removeEveryVendorItem() throws(StoreUnavailable) -> [(label: String, secret: Data)] {
-        try removeEveryVendorItemReportingKeptCopies().removed
-    }
-
-    /// As ``removeEveryVendorItem()``, and where the provider still keeps a copy of
-    /// what it deleted (KeePassXC's Recycle Bin).
-    ///
-    /// - Returns: The items removed, and a sentence naming the kept copies and how
-    ///   to remove them, or nil when the provider keeps none.
-    package func removeEveryVendorItemReportingKeptCopies() throws(StoreUnavailable) -> (
+    package func removeEveryVendorItem() throws(StoreUnavailable) -> (
         removed: [(label: String, secret: Data)], keptCopies: String?
     ) {
         try perform("removing every item of the namespace", vendor: nil) {
             call throws(StoreUnavailable) -> (removed: [(label: String, secret: Data)], keptCopies: String?) in
             _ = try call.usableDefaultCollection()
-            let items = try call.namespaceItems()
             var removed: [(label: String, secret: Data)] = []
-            for item in items {
+            for item in try call.namespaceItems() {
                 removed.append((call.label(of: item), (try? call.secret(of: item)) ?? Data()))
-                try call.deleteOrThrow(item)
+                try call.delete(item)
             }
             return (
                 removed.sorted { $0.label.utf8.lexicographicallyPrecedes($1.label.utf8) },
-                call.keptCopies(of: removed.map(\.label))
+                call.provider.keptCopies(of: removed.map(\.label))
             )
         }.result.get()
     }
@@ -583,14 +555,8 @@ private final class SecretServiceCall {
         return found
     }
 
-    /// Deletes one item; a failure is ignored (see the callers).
-    func delete(_ item: FoundItem) {
-        var error: UnsafeMutablePointer<GError>?
-        if library.secretItemDeleteSync(item.pointer, timer.cancellable, &error) == 0, let error { library.gErrorFree(error) }
-    }
-
     /// Deletes one item.
-    func deleteOrThrow(_ item: FoundItem) throws(StoreUnavailable) {
+    func delete(_ item: FoundItem) throws(StoreUnavailable) {
         var error: UnsafeMutablePointer<GError>?
         if library.secretItemDeleteSync(item.pointer, timer.cancellable, &error) == 0 {
             throw failure(error)
@@ -815,12 +781,6 @@ private final class SecretServiceCall {
         return SecretServiceProvider(processName: SecretServiceProvider.processName(pid: pid))
     }()
 
-    /// Where the provider keeps what it was asked to delete, or nil.
-    func keptCopies(of labels: [String]) -> String? {
-        guard !labels.isEmpty else { return nil }
-        return provider.keptCopies(of: labels)
-    }
-
     /// Creates or replaces the vendor's item in the collection at `collectionPath`.
     func store(_ bytes: Data, in collectionPath: String) throws(StoreUnavailable) {
         // Records are UTF-8 text; anything else is still stored, but labelled as bytes.
@@ -836,15 +796,6 @@ private final class SecretServiceCall {
             SecretServiceMirror.label(vendor: vendor), value,
             timer.cancellable, &error)
         if stored == 0 { throw failure(error) }
-    }
-
-    /// Deletes the vendor's unlocked items.
-    func clear() throws(StoreUnavailable) {
-        var error: UnsafeMutablePointer<GError>?
-        // FALSE with no error means nothing matched, which is the wanted end state.
-        if library.secretServiceClearSync(service, schema, attributes, timer.cancellable, &error) == 0, let error {
-            throw failure(error)
-        }
     }
 
     /// The failure for an item that is locked although its collection is not: the
