@@ -218,8 +218,9 @@ extension SecretServiceMirror {
         /// or bus): the mirror may exist there, so what it holds is unknown.
         case unresponsive(StoreUnavailable)
 
-        /// Whether this store is worth choosing: the service answered and has a
-        /// default collection, unlocked now or once the user unlocks it.
+        /// Whether this store is worth choosing (as the automatic choice does): the
+        /// service answered and has a default collection, unlocked now or once the
+        /// user unlocks it.
         package var canHoldMirror: Bool {
             switch self {
             case .ready, .locked: true
@@ -235,7 +236,7 @@ extension SecretServiceMirror {
     /// client's first call does.
     ///
     /// - Parameters:
-    ///   - busAddress: As in ``init(busAddress:deadline:)``.
+    ///   - busAddress: As in ``init(busAddress:namespace:deadline:)``.
     ///   - deadline: The longest the probe may take.
     package static func probe(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Availability {
         let mirror = SecretServiceMirror(busAddress: busAddress, namespace: nil, deadline: deadline)
@@ -254,14 +255,6 @@ extension SecretServiceMirror {
         case .failure(let failure):
             return .unusable(failure)
         }
-    }
-
-    /// Whether a Secret Service answers on the bus within `deadline` and has a default
-    /// collection (locked or not), without prompting the user.
-    ///
-    /// Used to choose a store automatically; ``probe(busAddress:deadline:)`` tells why not.
-    package static func isAvailable(busAddress: String? = nil, deadline: Duration = .seconds(2)) -> Bool {
-        probe(busAddress: busAddress, deadline: deadline).canHoldMirror
     }
 }
 
