@@ -9,13 +9,14 @@ import XSelection
 /// not a thread per call, nor a Dispatch timer: Dispatch's global queues, once
 /// used, make libdispatch wake the process once a second for good.
 final class DeadlineTimer: @unchecked Sendable {
-    // `cancellable` never changes after init and GCancellable is thread-safe.
-    // The timer's job holds its own references to it and to the context,
-    // dropped with the job, whether it ran or was cancelled.
+    // Nothing changes after init (`timer` is set once, within it), and GCancellable
+    // and GMainContext are thread-safe. The timer's job holds this object, so the
+    // cancellable and the context outlive the job, whether it ran or was cancelled.
     let cancellable: OpaquePointer
     let duration: Duration
     private let library: LibSecret
-    private let timer: Int
+    private let context: OpaquePointer?
+    private var timer = 0
 
     /// The loop that keeps every call's deadline, made at the first call.
     private static let clock = EventLoop(name: "openudid-deadline")
@@ -25,45 +26,27 @@ final class DeadlineTimer: @unchecked Sendable {
     init(_ duration: Duration, library: LibSecret, waking context: OpaquePointer?) {
         self.duration = duration
         self.library = library
-        let cancellable = library.gCancellableNew()!
-        self.cancellable = cancellable
-        let held = GObjects(library, cancellable: cancellable, context: context)
-        timer = Self.clock.schedule(after: duration) {
-            library.gCancellableCancel(held.cancellable)
-            library.gMainContextWakeup(held.context)
+        cancellable = library.gCancellableNew()!
+        self.context = library.gMainContextRef(context)
+        timer = Self.clock.schedule(after: duration) { [self] in
+            library.gCancellableCancel(cancellable)
+            library.gMainContextWakeup(self.context)
         }
     }
 
-    /// References to the cancellable and the context, dropped with the timer's job.
-    private final class GObjects: @unchecked Sendable {
-        let library: LibSecret
-        let cancellable: OpaquePointer
-        let context: OpaquePointer?
-
-        init(_ library: LibSecret, cancellable: OpaquePointer, context: OpaquePointer?) {
-            self.library = library
-            self.cancellable = cancellable
-            self.context = library.gMainContextRef(context)
-            _ = library.gObjectRef(UnsafeMutableRawPointer(cancellable))
-        }
-
-        deinit {
-            library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
-            library.gMainContextUnref(context)
-        }
+    deinit {
+        library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
+        library.gMainContextUnref(context)
     }
 
     /// Whether the deadline passed (nothing else cancels the cancellable).
     var fired: Bool { library.gCancellableIsCancelled(cancellable) != 0 }
 
     /// How the deadline reads in a message: "2 s", "0.5 s".
-    var description: String {
-        Milliseconds.seconds(duration)
-    }
+    var description: String { Milliseconds.seconds(duration) }
 
-    /// Stops the timer and drops the caller's reference.
+    /// Stops the timer; the cancellable and the context go with this object.
     func finish() {
         Self.clock.cancel(timer)
-        library.gObjectUnref(UnsafeMutableRawPointer(cancellable))
     }
 }
