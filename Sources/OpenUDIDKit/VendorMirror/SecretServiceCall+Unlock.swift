@@ -40,33 +40,21 @@ extension SecretServiceCall {
     /// Asks the provider to unlock `collection` and says whether it is unlocked
     /// afterwards; a prompt that would ask the user is dismissed, never shown.
     private func unlockWithoutPrompt(_ collection: String) throws(StoreUnavailable) -> Bool {
-        let paths = library.gVariantNewArray(
-            nil, [library.gVariantNewObjectPath(collection)], 1)
+        let paths = library.gVariantNewArray(nil, [library.gVariantNewObjectPath(collection)], 1)
         guard
-            let reply = try callSecretService(
-                "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock", [paths], replyType: "(aoo)")
+            let prompt = try call(
+                "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Unlock", [paths], replyType: "(aoo)")?[1].string
         else { return false }
-        defer { library.gVariantUnref(reply) }
-        let promptValue = library.gVariantGetChildValue(reply, 1)
-        defer { library.gVariantUnref(promptValue) }
-        guard let promptPath = library.gVariantGetString(promptValue, nil) else { return false }
-        let prompt = String(cString: promptPath)
         if prompt != "/" {
             let completed = try opensWithoutUser(collection) ? run(prompt) : false
             if !completed {
                 // Best effort: a prompt left undismissed opens nothing either.
-                if let dismissed = try? callSecretService(prompt, "org.freedesktop.Secret.Prompt", "Dismiss", [], replyType: "()") {
-                    library.gVariantUnref(dismissed)
-                }
+                _ = try? call(prompt, "org.freedesktop.Secret.Prompt", "Dismiss")
                 return false
             }
         }
         // The proxy's cached property may lag behind: ask again.
-        guard let value = try property("Locked", of: collection, interface: "org.freedesktop.Secret.Collection") else { return false }
-        defer { library.gVariantUnref(value) }
-        let boolean = library.gVariantTypeNew("b")
-        defer { library.gVariantTypeFree(boolean) }
-        return library.gVariantIsOfType(value, boolean) != 0 && library.gVariantGetBoolean(value) == 0
+        return try property("Locked", of: collection, interface: "org.freedesktop.Secret.Collection")?.bool == false
     }
 
     /// Whether the prompt of an `Unlock` of `collection` completes without asking
@@ -77,23 +65,13 @@ extension SecretServiceCall {
     /// show a dialog, so it is not run.
     private func opensWithoutUser(_ collection: String) throws(StoreUnavailable) -> Bool {
         guard provider.kind == .kWallet,
-            let labelValue = try property("Label", of: collection, interface: "org.freedesktop.Secret.Collection")
-        else { return false }
-        defer { library.gVariantUnref(labelValue) }
-        let stringType = library.gVariantTypeNew("s")
-        defer { library.gVariantTypeFree(stringType) }
-        guard library.gVariantIsOfType(labelValue, stringType) != 0, let label = library.gVariantGetString(labelValue, nil)
+            let label = try property("Label", of: collection, interface: "org.freedesktop.Secret.Collection")?.string
         else { return false }
         for daemon in ["org.kde.kwalletd5", "org.kde.kwalletd6"] {
             let path = "/modules/" + daemon.dropFirst("org.kde.".count)
-            guard
-                let reply = try? call(
-                    daemon, path, "org.kde.KWallet", "isOpen", [library.gVariantNewString(label)], replyType: "(b)")
-            else { continue }
-            defer { library.gVariantUnref(reply) }
-            let open = library.gVariantGetChildValue(reply, 0)
-            defer { library.gVariantUnref(open) }
-            return library.gVariantGetBoolean(open) != 0
+            if let reply = try? call(path, "org.kde.KWallet", "isOpen", [library.gVariantNewString(label)], replyType: "(b)", of: daemon) {
+                return reply[0].bool == true
+            }
         }
         return false
     }
@@ -116,21 +94,12 @@ extension SecretServiceCall {
                 let completion = Unmanaged<Completion>.fromOpaque(userData).takeUnretainedValue()
                 completion.done = true
                 // (b dismissed, v result); anything else counts as dismissed.
-                guard case .success(let library) = LibSecret.loaded, let parameters,
-                    library.gVariantNChildren(parameters) >= 1
+                guard case .success(let library) = LibSecret.loaded, let parameters, library.gVariantNChildren(parameters) >= 1
                 else { return }
-                let dismissed = library.gVariantGetChildValue(parameters, 0)
-                defer { library.gVariantUnref(dismissed) }
-                let boolean = library.gVariantTypeNew("b")
-                defer { library.gVariantTypeFree(boolean) }
-                completion.dismissed = library.gVariantIsOfType(dismissed, boolean) == 0 || library.gVariantGetBoolean(dismissed) != 0
+                completion.dismissed = DBusValue(library.gVariantGetChildValue(parameters, 0), library).bool ?? true
             }, box.toOpaque(), { userData in if let userData { Unmanaged<AnyObject>.fromOpaque(userData).release() } })
         defer { library.gDBusConnectionSignalUnsubscribe(connection, subscription) }
-        guard
-            let reply = try callSecretService(
-                prompt, "org.freedesktop.Secret.Prompt", "Prompt", [library.gVariantNewString("")], replyType: "()")
-        else { return false }
-        library.gVariantUnref(reply)
+        guard try call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", [library.gVariantNewString("")]) != nil else { return false }
         while !completion.done && !timer.fired {
             _ = library.gMainContextIteration(context, 1)
         }
@@ -138,37 +107,23 @@ extension SecretServiceCall {
         return !completion.dismissed
     }
 
-    /// Reads a property of an object of the Secret Service (or of `destination`).
+    /// Reads a property of an object of the Secret Service.
     ///
-    /// - Returns: The value (to be unreffed), or nil when there is no such property.
-    func property(
-        _ name: String, of path: String, interface: String, destination: String = "org.freedesktop.secrets"
-    ) throws(StoreUnavailable) -> OpaquePointer? {
-        guard
-            let reply = try call(
-                destination, path, "org.freedesktop.DBus.Properties", "Get",
-                [library.gVariantNewString(interface), library.gVariantNewString(name)], replyType: "(v)")
-        else { return nil }
-        defer { library.gVariantUnref(reply) }
-        let boxed = library.gVariantGetChildValue(reply, 0)
-        defer { library.gVariantUnref(boxed) }
-        return library.gVariantGetVariant(boxed)
+    /// - Returns: The value, or nil when the service cannot be asked for properties.
+    private func property(_ name: String, of path: String, interface: String) throws(StoreUnavailable) -> DBusValue? {
+        let arguments = [library.gVariantNewString(interface), library.gVariantNewString(name)]
+        return try call(path, "org.freedesktop.DBus.Properties", "Get", arguments, replyType: "(v)")?[0].unboxed
     }
 
-    /// Calls a method of the Secret Service on this call's connection, under its deadline.
+    /// Calls a method of the Secret Service (or of `destination`) on this call's
+    /// connection, under its deadline.
     ///
     /// - Returns: The reply, checked against `replyType`, or nil when the service has
     ///   no such method (an older provider); other errors throw.
-    func callSecretService(
-        _ path: String, _ interface: String, _ method: String, _ arguments: [OpaquePointer?], replyType: String
-    ) throws(StoreUnavailable) -> OpaquePointer? {
-        try call("org.freedesktop.secrets", path, interface, method, arguments, replyType: replyType)
-    }
-
     func call(
-        _ destination: String, _ path: String, _ interface: String, _ method: String, _ arguments: [OpaquePointer?],
-        replyType: String
-    ) throws(StoreUnavailable) -> OpaquePointer? {
+        _ path: String, _ interface: String, _ method: String, _ arguments: [OpaquePointer?] = [], replyType: String = "()",
+        of destination: String = "org.freedesktop.secrets"
+    ) throws(StoreUnavailable) -> DBusValue? {
         let parameters = library.gVariantNewTuple(arguments, gsize(arguments.count))
         let type = library.gVariantTypeNew(replyType)
         defer { library.gVariantTypeFree(type) }
@@ -177,7 +132,7 @@ extension SecretServiceCall {
         let reply = library.gDBusConnectionCallSync(
             connection, destination, path, interface, method, parameters, type, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1,
             timer.cancellable, &error)
-        if let reply { return reply }
+        if let reply { return DBusValue(reply, library) }
         if let error, error.pointee.domain == library.gDBusErrorQuark(),
             error.pointee.code == Int32(G_DBUS_ERROR_UNKNOWN_METHOD.rawValue)
         {
@@ -185,5 +140,42 @@ extension SecretServiceCall {
             return nil
         }
         throw failure(error)
+    }
+}
+
+/// A D-Bus value (a GVariant) held with one reference, dropped with it.
+final class DBusValue {
+    private let library: LibSecret
+    private let pointer: OpaquePointer
+
+    /// Takes over the reference that `pointer` carries.
+    init(_ pointer: OpaquePointer?, _ library: LibSecret) {
+        self.pointer = pointer!
+        self.library = library
+    }
+
+    deinit { library.gVariantUnref(pointer) }
+
+    /// The child at `index` of a container (a tuple: a reply, a signal's parameters).
+    subscript(index: Int) -> DBusValue { DBusValue(library.gVariantGetChildValue(pointer, gsize(index)), library) }
+
+    /// The value inside a variant (`v`).
+    var unboxed: DBusValue { DBusValue(library.gVariantGetVariant(pointer), library) }
+
+    /// The value of a boolean, else nil.
+    var bool: Bool? { isOf("b") ? library.gVariantGetBoolean(pointer) != 0 : nil }
+
+    /// The value of a string or an object path, else nil.
+    var string: String? {
+        isOf("s") || isOf("o") ? library.gVariantGetString(pointer, nil).map { String(cString: $0) } : nil
+    }
+
+    /// The value of an unsigned 32-bit integer, else nil.
+    var uint32: UInt32? { isOf("u") ? library.gVariantGetUint32(pointer) : nil }
+
+    private func isOf(_ type: String) -> Bool {
+        let type = library.gVariantTypeNew(type)
+        defer { library.gVariantTypeFree(type) }
+        return library.gVariantIsOfType(pointer, type) != 0
     }
 }

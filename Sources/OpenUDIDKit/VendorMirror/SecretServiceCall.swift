@@ -13,23 +13,22 @@ extension SecretServiceMirror {
         _ operation: String, vendor: String?,
         _ body: (SecretServiceCall) throws(StoreUnavailable) -> T
     ) -> (result: Result<T, StoreUnavailable>, timedOut: Bool) {
-        if let vendor {
-            do throws(IdentityError) {
-                try AppIdentity.validate(vendor, as: .vendor)
-            } catch {
-                return (.failure(StoreUnavailable(.serviceError, "secret-service: refusing vendor: \(error.description)")), false)
-            }
-        }
         let address: String
-        switch Self.resolveBusAddress(busAddress) {
-        case .success(let found): address = found
-        case .failure(let failure): return (.failure(failure), false)
-        }
-        // Only now, with a bus to talk to, is libsecret loaded (the first time).
         let library: LibSecret
-        switch LibSecret.loaded {
-        case .success(let loaded): library = loaded
-        case .failure(let failure): return (.failure(failure), false)
+        do throws(StoreUnavailable) {
+            if let vendor {
+                do throws(IdentityError) {
+                    try AppIdentity.validate(vendor, as: .vendor)
+                } catch {
+                    throw StoreUnavailable(.serviceError, "secret-service: refusing vendor: \(error.description)")
+                }
+            }
+            // The session bus of this process's environment unless one was given; never a bus of its own.
+            address = try (busAddress.map { .success($0) } ?? SessionBus.address(in: ProcessInfo.processInfo.environment)).get()
+            // Only now, with a bus to talk to, is libsecret loaded (the first time).
+            library = try LibSecret.loaded.get()
+        } catch {
+            return (.failure(error), false)
         }
 
         // Proxies subscribe to signals on the thread-default main context. A private
@@ -58,13 +57,6 @@ extension SecretServiceMirror {
         }
         return (result, timer.fired)
     }
-
-    /// The address to connect to: the explicit one, or the session bus of this
-    /// process's environment (`SessionBus`). Never autolaunches a bus.
-    private static func resolveBusAddress(_ explicit: String?) -> Result<String, StoreUnavailable> {
-        if let explicit { return .success(explicit) }
-        return SessionBus.address(in: ProcessInfo.processInfo.environment)
-    }
 }
 
 /// One vendor item as a search found it.
@@ -83,7 +75,6 @@ final class SecretServiceCall {
     let connection: OpaquePointer
     let service: OpaquePointer
     let schema: OpaquePointer
-    let attributes: OpaquePointer
     let timer: DeadlineTimer
     let operation: String
     let vendor: String
@@ -108,19 +99,16 @@ final class SecretServiceCall {
             rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
                 | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
         guard let connection = library.gDBusConnectionNewForAddressSync(address, flags, nil, timer.cancellable, &error) else {
-            throw Self.connectFailure(error, address: address, timer: timer, operation: operation, library: library)
+            throw Self.failure(error, library: library, timer: timer, operation: operation, connectingTo: address)
         }
         guard let service = library.newService(on: connection, cancellable: timer.cancellable, error: &error) else {
             _ = library.gDBusConnectionCloseSync(connection, nil, nil)
             library.gObjectUnref(UnsafeMutableRawPointer(connection))
-            throw Self.failure(error, timer: timer, operation: operation, library: library)
+            throw Self.failure(error, library: library, timer: timer, operation: operation)
         }
         self.connection = connection
         self.service = service
         schema = Self.makeSchema(library)
-        attributes = library.newStringTable()
-        _ = library.gHashTableInsert(attributes, library.gStrdup(SecretServiceMirror.vendorAttribute), library.gStrdup(vendor))
-        _ = library.gHashTableInsert(attributes, library.gStrdup(SecretServiceMirror.namespaceAttribute), library.gStrdup(namespace))
     }
 
     private static func makeSchema(_ library: LibSecret) -> OpaquePointer {
@@ -140,13 +128,17 @@ final class SecretServiceCall {
     func close() {
         for object in owned.reversed() { library.gObjectUnref(object) }
         owned.removeAll()
-        library.gHashTableUnref(attributes)
         library.secretSchemaUnref(schema)
         library.gObjectUnref(UnsafeMutableRawPointer(service))
         // Closing flushes nothing of ours and does not wait for the peer, so it
         // cannot hang on a stuck daemon.
         _ = library.gDBusConnectionCloseSync(connection, nil, nil)
         library.gObjectUnref(UnsafeMutableRawPointer(connection))
+    }
+
+    /// The attributes of the vendor's item in this namespace.
+    private var attributes: [String: String] {
+        [SecretServiceMirror.vendorAttribute: vendor, SecretServiceMirror.namespaceAttribute: namespace]
     }
 
     /// Every item of the vendor in this namespace, locked or not, in every collection; unlocks nothing.
@@ -156,20 +148,27 @@ final class SecretServiceCall {
 
     /// Every item of the schema, whatever its vendor and namespace.
     func everyItem() throws(StoreUnavailable) -> [FoundItem] {
-        let none = library.newStringTable()
-        defer { library.gHashTableUnref(none) }
-        return try search(none)
+        try search([:])
     }
 
     /// Every item of this call's namespace, any vendor; outside a namespace
     /// also those with no namespace attribute at all (written before it existed).
     func namespaceItems() throws(StoreUnavailable) -> [FoundItem] {
-        try everyItem().filter { item in
-            guard let table = library.secretItemGetAttributes(item.pointer) else { return false }
-            defer { library.gHashTableUnref(table) }
-            guard let value = library.gHashTableLookup(table, SecretServiceMirror.namespaceAttribute) else { return namespace.isEmpty }
-            return String(cString: value.assumingMemoryBound(to: CChar.self)) == namespace
-        }
+        try everyItem().filter { (namespace(of: $0) ?? "") == namespace }
+    }
+
+    /// The vendor's items that have no namespace attribute at all (written before it existed).
+    func unnamespacedItems() throws(StoreUnavailable) -> [FoundItem] {
+        // The search also finds every namespaced item of the vendor: keep those without the attribute.
+        try search([SecretServiceMirror.vendorAttribute: vendor]).filter { namespace(of: $0) == nil }
+    }
+
+    /// The namespace attribute of `item`, or nil when it has none.
+    private func namespace(of item: FoundItem) -> String? {
+        guard let table = library.secretItemGetAttributes(item.pointer) else { return nil }
+        defer { library.gHashTableUnref(table) }
+        let value = library.gHashTableLookup(table, SecretServiceMirror.namespaceAttribute)
+        return value.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
     }
 
     /// The label of `item`, as keyring managers show it.
@@ -179,23 +178,12 @@ final class SecretServiceCall {
         return String(cString: label)
     }
 
-    /// The vendor's items that have no namespace attribute at all (written before it existed).
-    func unnamespacedItems() throws(StoreUnavailable) -> [FoundItem] {
-        let vendorOnly = library.newStringTable()
-        defer { library.gHashTableUnref(vendorOnly) }
-        _ = library.gHashTableInsert(vendorOnly, library.gStrdup(SecretServiceMirror.vendorAttribute), library.gStrdup(vendor))
-        // The search also finds every namespaced item of the vendor: keep those without the attribute.
-        return try search(vendorOnly).filter { item in
-            guard let table = library.secretItemGetAttributes(item.pointer) else { return true }
-            defer { library.gHashTableUnref(table) }
-            return library.gHashTableContains(table, SecretServiceMirror.namespaceAttribute) == 0
-        }
-    }
-
-    private func search(_ attributes: OpaquePointer) throws(StoreUnavailable) -> [FoundItem] {
+    private func search(_ attributes: [String: String]) throws(StoreUnavailable) -> [FoundItem] {
         var error: UnsafeMutablePointer<GError>?
+        let table = library.newStringTable(attributes)
+        defer { library.gHashTableUnref(table) }
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue)
-        let list = library.secretServiceSearchSync(service, schema, attributes, flags, timer.cancellable, &error)
+        let list = library.secretServiceSearchSync(service, schema, table, flags, timer.cancellable, &error)
         if let error { throw failure(error) }
         var found: [FoundItem] = []
         var node = list
@@ -236,23 +224,6 @@ final class SecretServiceCall {
         return Data(bytes: bytes, count: Int(length))
     }
 
-    // MARK: The provider
-
-    /// Which program provides the Secret Service, asked once per call: the owner
-    /// of `org.freedesktop.secrets`, by its process's name.
-    private(set) lazy var provider: SecretServiceProvider = {
-        guard
-            let reply = try? call(
-                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
-                [library.gVariantNewString("org.freedesktop.secrets")], replyType: "(u)")
-        else { return SecretServiceProvider(processName: nil) }
-        defer { library.gVariantUnref(reply) }
-        let pidValue = library.gVariantGetChildValue(reply, 0)
-        defer { library.gVariantUnref(pidValue) }
-        let pid = library.gVariantGetUint32(pidValue)
-        return SecretServiceProvider(processName: SecretServiceProvider.processName(pid: pid))
-    }()
-
     /// Creates or replaces the vendor's item in the collection at `collectionPath`.
     func store(_ bytes: Data, in collectionPath: String) throws(StoreUnavailable) {
         // Records are UTF-8 text; anything else is still stored, but labelled as bytes.
@@ -262,13 +233,22 @@ final class SecretServiceCall {
             return library.secretValueNew(base.assumingMemoryBound(to: CChar.self), raw.count, contentType)!
         }
         defer { library.secretValueUnref(UnsafeMutableRawPointer(value)) }
+        let table = library.newStringTable(attributes)
+        defer { library.gHashTableUnref(table) }
         var error: UnsafeMutablePointer<GError>?
         let stored = library.secretServiceStoreSync(
-            service, schema, attributes, collectionPath,
-            SecretServiceMirror.label(vendor: vendor), value,
-            timer.cancellable, &error)
+            service, schema, table, collectionPath, SecretServiceMirror.label(vendor: vendor), value, timer.cancellable, &error)
         if stored == 0 { throw failure(error) }
     }
+
+    /// Which program provides the Secret Service, asked once per call: the owner
+    /// of `org.freedesktop.secrets`, by its process's name.
+    private(set) lazy var provider: SecretServiceProvider = {
+        let reply = try? call(
+            "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+            [library.gVariantNewString("org.freedesktop.secrets")], replyType: "(u)", of: "org.freedesktop.DBus")
+        return SecretServiceProvider(processName: reply?[0].uint32.flatMap(SecretServiceProvider.processName(pid:)))
+    }()
 
     /// The failure for an item that is locked although its collection is not: the
     /// provider keeps it from this client until the user allows it.
