@@ -70,10 +70,10 @@ extension OpenUDID {
         var keyringItems: [String] = []
         var keptCopies: [String] = []
         if case .success(let address) = SessionBus.address(in: environment),
-            SecretServiceMirror.isAvailable(busAddress: address)
+            SecretServiceMirror.probe(busAddress: address).canHoldMirror
         {
             do throws(StoreUnavailable) {
-                let erased = try SecretServiceMirror(busAddress: address).everyItemReportingKeptCopies(delete: !dryRun)
+                let erased = try SecretServiceMirror(busAddress: address).everyItem(delete: !dryRun)
                 keyringItems = erased.labels
                 if let kept = erased.keptCopies { keptCopies.append(kept) }
             } catch {

@@ -103,11 +103,11 @@ extension OpenUDID {
         // The mirror in the Secret Service, if one is on the bus.
         var keyringItems: [String] = []
         if case .success(let address) = SessionBus.address(in: environment),
-            SecretServiceMirror.isAvailable(busAddress: address)
+            SecretServiceMirror.probe(busAddress: address).canHoldMirror
         {
             do throws(StoreUnavailable) {
                 let (removed, keptCopies) = try SecretServiceMirror(busAddress: address, namespace: paths.namespace)
-                    .removeEveryVendorItemReportingKeptCopies()
+                    .removeEveryVendorItem()
                 if let keptCopies { problems.append(keptCopies) }
                 for item in removed {
                     keyringItems.append(item.label)

@@ -145,7 +145,7 @@ import Testing
         }
         #expect(failure.kind == .notRunning)
         #expect(throws: StoreUnavailable.self) { try mirror.write(record("fresh"), vendor: "com.acme") }
-        #expect(!SecretServiceMirror.isAvailable(busAddress: bus.address))
+        #expect(!SecretServiceMirror.probe(busAddress: bus.address).canHoldMirror)
     }
 
     @Test func aRestartedKeyringStillHoldsTheItem() throws {
@@ -212,7 +212,7 @@ import Testing
 
     @Test func probeFindsAReadyService() {
         #expect(SecretServiceMirror.probe(busAddress: bus.address) == .ready)
-        #expect(SecretServiceMirror.isAvailable(busAddress: bus.address))
+        #expect(SecretServiceMirror.probe(busAddress: bus.address).canHoldMirror)
     }
 
     @Test(arguments: ["", ".hidden", "com/acme", "com acme", "com.acme\n", "é.com", "a", String(repeating: "a", count: 256)])
@@ -263,7 +263,7 @@ import Testing
         }
         #expect(failure.kind == .notRunning)
         #expect(failure.message.contains(address))
-        #expect(!SecretServiceMirror.isAvailable(busAddress: address))
+        #expect(!SecretServiceMirror.probe(busAddress: address).canHoldMirror)
     }
 
     @Test func aKeyringWithoutALoginKeyringCannotHoldTheMirror() throws {
@@ -281,7 +281,7 @@ import Testing
             #expect(error.message.contains("no default collection"))
         }
         #expect(try bus.defaultCollectionPath() == nil, "nothing was created behind the user's back")
-        #expect(!SecretServiceMirror.isAvailable(busAddress: bus.address))
+        #expect(!SecretServiceMirror.probe(busAddress: bus.address).canHoldMirror)
     }
 
     /// gnome-keyring started by D-Bus activation, with no login keyring: the

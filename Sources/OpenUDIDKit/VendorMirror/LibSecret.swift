@@ -44,7 +44,6 @@ struct LibSecret: @unchecked Sendable {
     let gHashTableNewFull: @convention(c) (GHashFunc?, GEqualFunc?, GDestroyNotify?, GDestroyNotify?) -> OpaquePointer?
     let gHashTableInsert: @convention(c) (OpaquePointer?, gpointer?, gpointer?) -> gboolean
     let gHashTableUnref: @convention(c) (OpaquePointer?) -> Void
-    let gHashTableContains: @convention(c) (OpaquePointer?, gconstpointer?) -> gboolean
     let gHashTableLookup: @convention(c) (OpaquePointer?, gconstpointer?) -> gpointer?
     let gStrHash: GHashFunc
     let gStrEqual: GEqualFunc
@@ -54,7 +53,6 @@ struct LibSecret: @unchecked Sendable {
     let gErrorFree: @convention(c) (UnsafeMutablePointer<GError>?) -> Void
 
     // GObject
-    let gObjectRef: @convention(c) (gpointer?) -> gpointer?
     let gObjectUnref: @convention(c) (gpointer?) -> Void
     let gTypeClassPeek: @convention(c) (GType) -> gpointer?
     let gTypeQuery: @convention(c) (GType, UnsafeMutablePointer<GTypeQuery>?) -> Void
@@ -122,7 +120,6 @@ struct LibSecret: @unchecked Sendable {
         @convention(c) (
             Service, Schema, OpaquePointer?, UnsafePointer<gchar>?, UnsafePointer<gchar>?, OpaquePointer?, Cancellable, ErrorOut
         ) -> gboolean
-    let secretServiceClearSync: @convention(c) (Service, Schema, OpaquePointer?, Cancellable, ErrorOut) -> gboolean
     let secretCollectionForAliasSync:
         @convention(c) (Service, UnsafePointer<gchar>?, SecretCollectionFlags, Cancellable, ErrorOut) -> OpaquePointer?
     let secretCollectionGetLocked: @convention(c) (OpaquePointer?) -> gboolean
@@ -186,7 +183,6 @@ struct LibSecret: @unchecked Sendable {
         gHashTableNewFull = try resolve("g_hash_table_new_full")
         gHashTableInsert = try resolve("g_hash_table_insert")
         gHashTableUnref = try resolve("g_hash_table_unref")
-        gHashTableContains = try resolve("g_hash_table_contains")
         gHashTableLookup = try resolve("g_hash_table_lookup")
         gStrHash = try resolve("g_str_hash")
         gStrEqual = try resolve("g_str_equal")
@@ -195,7 +191,6 @@ struct LibSecret: @unchecked Sendable {
         gListFree = try resolve("g_list_free")
         gErrorFree = try resolve("g_error_free")
 
-        gObjectRef = try resolve("g_object_ref")
         gObjectUnref = try resolve("g_object_unref")
         gTypeClassPeek = try resolve("g_type_class_peek")
         gTypeQuery = try resolve("g_type_query")
@@ -246,7 +241,6 @@ struct LibSecret: @unchecked Sendable {
         secretSchemaUnref = try resolve("secret_schema_unref")
         secretServiceSearchSync = try resolve("secret_service_search_sync")
         secretServiceStoreSync = try resolve("secret_service_store_sync")
-        secretServiceClearSync = try resolve("secret_service_clear_sync")
         secretCollectionForAliasSync = try resolve("secret_collection_for_alias_sync")
         secretCollectionGetLocked = try resolve("secret_collection_get_locked")
         secretItemGetLabel = try resolve("secret_item_get_label")
@@ -344,8 +338,10 @@ extension LibSecret {
 }
 
 extension LibSecret {
-    /// A new GHashTable of strings to strings that owns (and frees with `g_free`) its keys and values.
-    func newStringTable() -> OpaquePointer {
-        gHashTableNewFull(gStrHash, gStrEqual, gFree, gFree)!
+    /// A new GHashTable holding copies of `pairs`, which it owns (and frees with `g_free`).
+    func newStringTable(_ pairs: [String: String]) -> OpaquePointer {
+        let table = gHashTableNewFull(gStrHash, gStrEqual, gFree, gFree)!
+        for (key, value) in pairs { _ = gHashTableInsert(table, gStrdup(key), gStrdup(value)) }
+        return table
     }
 }

@@ -85,9 +85,10 @@ package struct SecretServiceProvider: Sendable, Equatable {
         }
     }
 
-    /// Where the provider keeps copies of the items it was asked to delete, and how to remove them.
+    /// Where the provider keeps copies of the items it was asked to delete, and
+    /// how to remove them; nil when it keeps none, or nothing was deleted.
     func keptCopies(of labels: [String]) -> String? {
-        guard kind == .keePassXC else { return nil }
+        guard kind == .keePassXC, !labels.isEmpty else { return nil }
         let items = labels.map { "\"\($0)\"" }.joined(separator: ", ")
         return """
             KeePassXC moved the deleted \(labels.count == 1 ? "entry" : "entries") \(items) to the Recycle Bin \
