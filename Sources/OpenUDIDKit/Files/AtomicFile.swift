@@ -129,7 +129,7 @@ enum AtomicFile {
             """
             \(path) is \(size) bytes, over the \(limit)-byte cap; it is not read, and the app that owns it \
             moves it aside (as \(split(path).name).corrupt-<milliseconds>) before writing its record again
-            """, code: "too-large")
+            """, code: .tooLarge)
     }
 
     /// Replaces the file at `path` with `data`, atomically and durably.
