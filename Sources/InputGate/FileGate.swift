@@ -30,7 +30,7 @@ package enum FileGate {
             /// A symbolic link stands where links are refused.
             case link
             /// Something other than a regular file stands there: a FIFO, a socket, a device, a directory.
-            case notRegular(kind: String)
+            case notRegular(POSIX.FileKind)
             /// The file is larger than the cap.
             case tooLarge(size: Int, limit: Int)
             /// A component of the path is not a directory.
@@ -74,25 +74,23 @@ package enum FileGate {
         _ path: String, in directory: Int32 = AT_FDCWD, name: String? = nil, limit: Int, links: Links = .refused,
         deadline: ContinuousClock.Instant? = nil, fileSystem fs: FileSystem = .system
     ) -> Result<[UInt8]?, Refusal> {
-        let shown = name ?? path
-        if let deadline, ContinuousClock.now >= deadline { return .failure(Refusal(path: shown, reason: .pastDeadline)) }
+        let refuse = { (reason: Refusal.Reason) in Result<[UInt8]?, Refusal>.failure(Refusal(path: name ?? path, reason: reason)) }
+        if let deadline, ContinuousClock.now >= deadline { return refuse(.pastDeadline) }
         let noFollow = links == .refused ? O_NOFOLLOW : 0
         let descriptor = fs.openat(directory, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | noFollow)
         guard descriptor >= 0 else {
             switch errno {
             case ENOENT: return .success(nil)
-            case ELOOP where links == .refused: return .failure(Refusal(path: shown, reason: .link))
-            case ENOTDIR: return .failure(Refusal(path: shown, reason: .notDirectory))
-            case let code: return .failure(Refusal(path: shown, reason: .system(code)))
+            case ELOOP where links == .refused: return refuse(.link)
+            case ENOTDIR: return refuse(.notDirectory)
+            case let code: return refuse(.system(code))
             }
         }
         defer { fs.close(descriptor) }
         var info = stat()
-        guard fs.fstat(descriptor, &info) == 0 else { return .failure(Refusal(path: shown, reason: .system(errno))) }
-        guard POSIX.isRegularFile(info) else { return .failure(Refusal(path: shown, reason: .notRegular(kind: kind(info)))) }
-        guard info.st_size <= limit else {
-            return .failure(Refusal(path: shown, reason: .tooLarge(size: Int(info.st_size), limit: limit)))
-        }
+        guard fs.fstat(descriptor, &info) == 0 else { return refuse(.system(errno)) }
+        guard POSIX.FileKind(info) == .regular else { return refuse(.notRegular(POSIX.FileKind(info))) }
+        guard info.st_size <= limit else { return refuse(.tooLarge(size: Int(info.st_size), limit: limit)) }
         // One byte more than the cap, to notice a file that grew after fstat.
         // Read straight into the result's storage: no buffer of the cap's size
         // to clear and copy out of, a hundred times per resolution.
@@ -113,20 +111,8 @@ package enum FileGate {
             }
             initialized = filled
         }
-        if failure != 0 { return .failure(Refusal(path: shown, reason: .system(failure))) }
-        guard bytes.count <= limit else { return .failure(Refusal(path: shown, reason: .tooLarge(size: bytes.count, limit: limit))) }
+        if failure != 0 { return refuse(.system(failure)) }
+        guard bytes.count <= limit else { return refuse(.tooLarge(size: bytes.count, limit: limit)) }
         return .success(bytes)
-    }
-
-    /// What stands there, for a person: "a FIFO", "a directory".
-    private static func kind(_ info: stat) -> String {
-        switch info.st_mode & S_IFMT {
-        case S_IFIFO: "a FIFO"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFDIR: "a directory"
-        default: "something else"
-        }
     }
 }

@@ -150,6 +150,11 @@ package final class FileSystem: Sendable, Hashable {
         state?.withLock { $0.opened[descriptor] }
     }
 
+    /// The path of `name` relative to the open `directory`, for matching faults.
+    private func path(of name: String, in directory: Int32) -> String {
+        path(of: directory).map { POSIX.joined($0, name) } ?? name
+    }
+
     /// Remembers the path of a descriptor just opened (injectable instances only).
     private func opened(_ descriptor: Int32, _ path: String) -> Int32 {
         if descriptor >= 0 { state?.withLock { $0.opened[descriptor] = path } }
@@ -163,7 +168,7 @@ package final class FileSystem: Sendable, Hashable {
 
     /// `openat(2)`.
     package func openat(_ directory: Int32, _ name: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
-        let path = self.path(of: directory).map { $0 + "/" + name } ?? name
+        let path = path(of: name, in: directory)
         return opened(perform(.open, path) { Glibc.openat(directory, name, flags, mode) }, path)
     }
 
@@ -214,7 +219,7 @@ package final class FileSystem: Sendable, Hashable {
     /// `unlinkat(2)`.
     @discardableResult
     package func unlinkat(_ directory: Int32, _ name: String, _ flags: Int32) -> Int32 {
-        perform(.unlink, self.path(of: directory).map { $0 + "/" + name } ?? name) { Glibc.unlinkat(directory, name, flags) }
+        perform(.unlink, path(of: name, in: directory)) { Glibc.unlinkat(directory, name, flags) }
     }
 
     /// `mkdir(2)`.
@@ -239,7 +244,7 @@ package final class FileSystem: Sendable, Hashable {
 
     /// `fstatat(2)`.
     package func fstatat(_ directory: Int32, _ name: String, _ info: inout Glibc.stat, _ flags: Int32) -> Int32 {
-        perform(.stat, self.path(of: directory).map { $0 + "/" + name } ?? name) { Glibc.fstatat(directory, name, &info, flags) }
+        perform(.stat, path(of: name, in: directory)) { Glibc.fstatat(directory, name, &info, flags) }
     }
 
     /// `lstat(2)`.
@@ -247,13 +252,13 @@ package final class FileSystem: Sendable, Hashable {
         perform(.lstat, path) { Glibc.lstat(path, &info) }
     }
 
-    /// `lstat(2)`: information about `path` itself, never what a link points to.
+    /// What stands at `path` itself (`lstat(2)`: a link is never followed).
     ///
-    /// - Returns: The information, or the `errno` of the failure.
-    package func linkStatus(_ path: String) -> Result<Glibc.stat, POSIX.Errno> {
+    /// - Returns: Its kind, nil when nothing stands there (`ENOENT`), or the `errno` of the failure.
+    package func kind(at path: String) -> Result<POSIX.FileKind?, POSIX.Errno> {
         var info = Glibc.stat()
-        if lstat(path, &info) == 0 { return .success(info) }
-        return .failure(POSIX.Errno(errno))
+        if lstat(path, &info) == 0 { return .success(POSIX.FileKind(info)) }
+        return errno == ENOENT ? .success(nil) : .failure(POSIX.Errno(errno))
     }
 
     /// Whether anything, even a dangling link, stands at `path`.
@@ -262,46 +267,54 @@ package final class FileSystem: Sendable, Hashable {
         return lstat(path, &info) == 0
     }
 
-    /// An open directory being listed; `close(_:)` it when done.
-    package struct Directory {
-        fileprivate let stream: OpaquePointer
-        fileprivate let path: String?
-        /// The descriptor of the directory, for `openat` and `fstatat` relative to it.
-        package var descriptor: Int32 { dirfd(stream) }
+    /// A directory being listed by `listing(_:limit:_:)`.
+    package struct Listing {
+        /// The open directory, for `openat`, `fstatat` and `unlinkat` relative to it.
+        package let descriptor: Int32
+        /// The names in it, `.` and `..` left out, in the order the directory gave them.
+        package let names: [String]
+        /// Whether the directory had more than `limit` entries, so that some were never read.
+        package let stopped: Bool
     }
 
-    /// `fdopendir(3)` over `descriptor`, which it takes over (closed with the directory, or on failure).
-    package func openDirectory(_ descriptor: Int32) -> Directory? {
-        let path = path(of: descriptor)
-        if let code = fault(.readdir, path) {
+    /// Lists the directory at `path`, opened without following a link there, and
+    /// hands the names to `body` with the directory still open: the one way the
+    /// library reads a directory.
+    ///
+    /// - Parameters:
+    ///   - limit: The most entries read (`.` and `..` count), so that a directory
+    ///     stuffed with millions of names cannot stall the caller.
+    ///   - body: What to do with the listing; the directory is closed after it.
+    /// - Returns: What `body` returns, or the `errno` that opening or reading the
+    ///   directory failed with (`ENOENT` when there is none, `ELOOP` or `ENOTDIR`
+    ///   when a link or something else stands there).
+    package func listing<T>(_ path: String, limit: Int = .max, _ body: (Listing) -> T) -> Result<T, POSIX.Errno> {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(POSIX.Errno(errno)) }
+        let injected = fault(.readdir, path)
+        guard injected == nil, let stream = fdopendir(descriptor) else {
+            let code = injected ?? errno
             close(descriptor)
-            errno = code
-            return nil
+            return .failure(POSIX.Errno(code))
         }
-        guard let stream = fdopendir(descriptor) else {
-            let code = errno
-            close(descriptor)
-            errno = code
-            return nil
+        defer {
+            state?.withLock { _ = $0.opened.removeValue(forKey: descriptor) }
+            closedir(stream)
         }
-        return Directory(stream: stream, path: path)
-    }
-
-    /// `readdir(3)`: the next entry's name, or `nil` at the end (`errno` 0) or on a failure (`errno` set).
-    package func nextEntry(_ directory: Directory) -> String? {
-        if let code = fault(.readdir, directory.path) {
-            errno = code
-            return nil
+        var names: [String] = []
+        var read = 0
+        while true {
+            if let code = fault(.readdir, path) { return .failure(POSIX.Errno(code)) }
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { return .failure(POSIX.Errno(errno)) }
+                return .success(body(Listing(descriptor: descriptor, names: names, stopped: false)))
+            }
+            read += 1
+            if read > limit { return .success(body(Listing(descriptor: descriptor, names: names, stopped: true))) }
+            let name = POSIX.name(of: entry)
+            if name != "." && name != ".." { names.append(name) }
         }
-        errno = 0
-        guard let entry = readdir(directory.stream) else { return nil }
-        return POSIX.name(of: entry)
-    }
-
-    /// `closedir(3)`.
-    package func close(_ directory: Directory) {
-        state?.withLock { _ = $0.opened.removeValue(forKey: directory.descriptor) }
-        closedir(directory.stream)
     }
 
     /// Two handles are the same file system only when they are the same instance.

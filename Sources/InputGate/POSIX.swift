@@ -8,14 +8,39 @@ package enum POSIX {
         String(cString: strerror(code))
     }
 
-    /// Whether `info` describes a regular file.
-    package static func isRegularFile(_ info: stat) -> Bool { info.st_mode & S_IFMT == S_IFREG }
+    /// What stands at a path, as `stat(2)` tells it: the one place a mode is classified.
+    package enum FileKind: Sendable, Equatable, CustomStringConvertible {
+        case regular, directory, symbolicLink, fifo, socket, characterDevice, blockDevice, other
 
-    /// Whether `info` describes a directory.
-    package static func isDirectory(_ info: stat) -> Bool { info.st_mode & S_IFMT == S_IFDIR }
+        /// The kind `info` describes.
+        package init(_ info: stat) {
+            self =
+                switch info.st_mode & S_IFMT {
+                case S_IFREG: .regular
+                case S_IFDIR: .directory
+                case S_IFLNK: .symbolicLink
+                case S_IFIFO: .fifo
+                case S_IFSOCK: .socket
+                case S_IFCHR: .characterDevice
+                case S_IFBLK: .blockDevice
+                default: .other
+                }
+        }
 
-    /// Whether `info` describes a symbolic link.
-    package static func isSymbolicLink(_ info: stat) -> Bool { info.st_mode & S_IFMT == S_IFLNK }
+        /// The kind for a person: "a FIFO", "a directory".
+        package var description: String {
+            switch self {
+            case .regular: "a regular file"
+            case .directory: "a directory"
+            case .symbolicLink: "a symbolic link"
+            case .fifo: "a FIFO"
+            case .socket: "a socket"
+            case .characterDevice: "a character device"
+            case .blockDevice: "a block device"
+            case .other: "something else"
+            }
+        }
+    }
 
     /// The name of a directory entry.
     package static func name(of entry: UnsafeMutablePointer<dirent>) -> String {
@@ -24,6 +49,11 @@ package enum POSIX {
                 String(cString: $0)
             }
         }
+    }
+
+    /// `name` in `directory`, with one slash between them whatever `directory` is ("/" too).
+    package static func joined(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
     /// An `errno` value as an error, so it can travel in a `Result`.

@@ -18,34 +18,31 @@ extension OpenUDID {
         /// Recycle Bin); empty when the keyring keeps none.
         public let keptCopies: [String]
     }
+}
 
+extension OpenUDID.User {
     /// Removes every file slot, local cache, consent record, mirror file and
-    /// item, and marker the library wrote for this user, in every namespace:
-    /// for a user who wants the identifier gone. Running apps should be stopped
-    /// first, or they write their copies again at their next resolution; a
-    /// resolution under way writes nothing back, since the removal holds each
-    /// namespace's erasure lock (docs/PROTOCOL.md §9), whose files, which hold
-    /// nothing, it removes last and does not list.
+    /// item, and marker the library wrote for this user, in every namespace
+    /// whatever `namespace` says: for a user who wants the identifier gone.
+    /// Running apps should be stopped first, or they write their copies again
+    /// at their next resolution; a resolution under way writes nothing back,
+    /// since the removal holds each namespace's erasure lock (docs/PROTOCOL.md
+    /// §9), whose files, which hold nothing, it removes last and does not list.
     ///
-    /// - Parameters:
-    ///   - dryRun: List what would be removed, and remove nothing.
-    ///   - environment: Where to find the data and config directories and the session bus.
+    /// - Parameter dryRun: List what would be removed, and remove nothing.
     /// - Returns: What was (or would be) removed, and what could not be.
     /// - Throws: `OpenUDIDError` when there is no home directory, or when an
     ///   erasure lock cannot be taken (nothing is removed then).
-    static func forgetEverything(
-        dryRun: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(OpenUDIDError) -> Erasure {
-        let paths: StoragePaths
-        do { paths = try StoragePaths(environment: environment) } catch { throw OpenUDIDError(error) }
+    public func forgetEverything(dryRun: Bool = false) throws(OpenUDIDError) -> OpenUDID.Erasure {
+        let paths = try paths(namespaced: false)
         let fs = FileSystem.system
         var files: [String] = []
         var directories: [String] = []
         var problems: [String] = []
         // The erasure lock of the real namespace and of every namespace directory.
-        var lockPaths = [paths.erasureLock]
         let namespaces = paths.sharedHome + "/openudid/ns"
-        for name in Self.entries(of: namespaces, fs: fs, problems: &problems) where StoragePaths.isValidNamespace(name) {
+        var lockPaths = [paths.erasureLock]
+        for name in Self.names(in: namespaces, fs: fs, problems: &problems) where StoragePaths.isValidNamespace(name) {
             lockPaths.append(namespaces + "/" + name + "/erase.lock")
         }
         let erasing = dryRun ? nil : try ErasureLock.take(lockPaths, below: paths.sharedHome, fileSystem: fs)
@@ -56,22 +53,11 @@ extension OpenUDID {
         }
         files.removeAll { lockPaths.contains($0) }
         // Each app's own directory: only the library's names in it.
-        for entry in Self.entries(of: paths.dataHome, fs: fs, problems: &problems) where AppIdentity.isValid(entry) {
-            let directory = paths.dataHome + "/" + entry
-            var info = Glibc.stat()
-            guard fs.lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
-            for name in Self.entries(of: directory, fs: fs, problems: &problems) where Self.isLibraryFile(name) {
-                files.append(directory + "/" + name)
-            }
-        }
-        files.sort()
+        files = (files + Self.appFiles(in: paths.dataHome, fs: fs, problems: &problems, where: Self.isLibraryFile)).sorted()
 
-        // No session bus, or no Secret Service on it: there is no keyring to clear.
         var keyringItems: [String] = []
         var keptCopies: [String] = []
-        if case .success(let address) = SessionBus.address(in: environment),
-            SecretServiceMirror.probe(busAddress: address).canHoldMirror
-        {
+        if let address = secretServiceBus {
             do throws(StoreUnavailable) {
                 let erased = try SecretServiceMirror(busAddress: address).everyItem(delete: !dryRun)
                 keyringItems = erased.labels
@@ -81,9 +67,7 @@ extension OpenUDID {
             }
         }
         if !dryRun {
-            for file in files where fs.unlink(file) != 0 && errno != ENOENT {
-                problems.append("\(file): \(POSIX.message(errno))")
-            }
+            _ = Self.unlink(files, fs: fs, problems: &problems)
             // The lock files go last, before their directories.
             erasing?.finish()
             // Deepest first, so each is empty by its turn.
@@ -91,7 +75,7 @@ extension OpenUDID {
                 if let problem = Self.removeDirectory(directory, fs: fs) { problems.append(problem) }
             }
         }
-        return Erasure(files: files, keyringItems: keyringItems, problems: problems, keptCopies: keptCopies)
+        return OpenUDID.Erasure(files: files, keyringItems: keyringItems, problems: problems, keptCopies: keptCopies)
     }
 
     /// The names of the lock files, which hold nothing.
@@ -113,7 +97,7 @@ extension OpenUDID {
             guard code == ENOTEMPTY || code == EEXIST, depth < 4, removeLockFiles(in: directory, fs: fs, depth: depth) else { break }
         }
         var problems: [String] = []
-        let left = entries(of: directory, fs: fs, problems: &problems)
+        let left = names(in: directory, fs: fs, problems: &problems)
         let holding = left.isEmpty ? "" : " (it holds \(left.prefix(3).joined(separator: ", "))\(left.count > 3 ? ", …" : ""))"
         return "\(directory): \(POSIX.message(code))\(holding)"
     }
@@ -122,16 +106,19 @@ extension OpenUDID {
     /// of them; returns whether it was.
     private static func removeLockFiles(in directory: String, fs: FileSystem, depth: Int) -> Bool {
         var problems: [String] = []
-        let names = entries(of: directory, fs: fs, problems: &problems)
+        let names = names(in: directory, fs: fs, problems: &problems)
         guard problems.isEmpty else { return false }
         for name in names {
-            let path = directory + "/" + name
-            var info = stat()
-            guard fs.lstat(path, &info) == 0 else { continue }
-            if POSIX.isDirectory(info) {
+            let path = POSIX.joined(directory, name)
+            switch fs.kind(at: path) {
+            case .success(.directory):
                 guard removeDirectory(path, fs: fs, depth: depth + 1) == nil else { return false }
-            } else {
-                guard lockNames.contains(name), POSIX.isRegularFile(info), fs.unlink(path) == 0 || errno == ENOENT else { return false }
+            case .success(.regular) where lockNames.contains(name):
+                guard fs.unlink(path) == 0 || errno == ENOENT else { return false }
+            case .success(nil), .failure:
+                continue
+            case .success:
+                return false
             }
         }
         return true
@@ -146,41 +133,22 @@ extension OpenUDID {
         return name.hasSuffix(".json") || name.hasSuffix("-consent") || name.contains(".json.corrupt-")
     }
 
-    /// Every file below `root`, links included as files and never followed.
+    /// Every file below `path`, links included as files and never followed.
     private static func walk(
-        _ root: String, fs: FileSystem, files: inout [String], directories: inout [String], problems: inout [String]
+        _ path: String, fs: FileSystem, files: inout [String], directories: inout [String], problems: inout [String]
     ) {
-        var info = Glibc.stat()
-        guard fs.lstat(root, &info) == 0 else {
-            if errno != ENOENT { problems.append("\(root): \(POSIX.message(errno))") }
+        switch fs.kind(at: path) {
+        case .success(nil):
             return
+        case .success(.directory):
+            directories.append(path)
+            for name in names(in: path, fs: fs, problems: &problems) {
+                walk(POSIX.joined(path, name), fs: fs, files: &files, directories: &directories, problems: &problems)
+            }
+        case .success:
+            files.append(path)
+        case .failure(let error):
+            problems.append("\(path): \(POSIX.message(error.code))")
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            files.append(root)
-            return
-        }
-        directories.append(root)
-        for name in entries(of: root, fs: fs, problems: &problems) {
-            walk(root + "/" + name, fs: fs, files: &files, directories: &directories, problems: &problems)
-        }
-    }
-
-    /// The names in `directory`, without `.` and `..`; empty when it does not exist.
-    static func entries(of directory: String, fs: FileSystem, problems: inout [String]) -> [String] {
-        let descriptor = fs.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno != ENOENT { problems.append("\(directory): \(POSIX.message(errno))") }
-            return []
-        }
-        guard let stream = fs.openDirectory(descriptor) else {
-            problems.append("\(directory): \(POSIX.message(errno))")
-            return []
-        }
-        defer { fs.close(stream) }
-        var names: [String] = []
-        while let name = fs.nextEntry(stream) {
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
     }
 }

@@ -194,37 +194,4 @@ public final class OpenUDID: Sendable {
         }
         cached.withLock { $0 = nil }
     }
-
-    // MARK: Removal
-
-    /// Deletes what uninstalling `app` together with its data would: its file
-    /// slot and its local cache. Nothing of other apps, and nothing of the vendor
-    /// mirror, is touched. Stopping the app's process is the caller's business:
-    /// the removal holds the namespace's erasure lock (docs/PROTOCOL.md §9), so a
-    /// resolution that was under way writes nothing back, but an app left running
-    /// writes its copies again at its next resolution.
-    ///
-    /// - Parameters:
-    ///   - app: The app id.
-    ///   - namespace: The namespace the app used, if any.
-    ///   - environment: Where to find the data directory; by default this process's.
-    /// - Throws: `OpenUDIDError` for an invalid id, when a file cannot be removed,
-    ///   or when the erasure lock cannot be taken (nothing is removed then).
-    static func removeApp(
-        _ app: String, namespace: String? = nil,
-        environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(OpenUDIDError) {
-        let identity: AppIdentity
-        let paths: StoragePaths
-        do { identity = try AppIdentity(app) } catch { throw OpenUDIDError(error) }
-        do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
-        let erasing = try ErasureLock.take([paths.erasureLock], below: paths.sharedHome)
-        defer { erasing.finish() }
-        do {
-            try FileSlotStore(paths: paths).remove(app: identity.id)
-            try LocalCache(app: identity, paths: paths).remove()
-        } catch {
-            throw OpenUDIDError(error)
-        }
-    }
 }

@@ -30,11 +30,11 @@ package struct StoreUnavailable: Error, Sendable, Equatable, CustomStringConvert
     /// The system's error number when a system call failed, else `nil`.
     package var errno: Int32?
     /// The report's `rejected[].code` for it (docs/PROTOCOL.md §12): `unreadable`
-    /// unless a more precise token applies (`too-large`, `misplaced`).
-    package var code: String
+    /// unless a more precise code applies (`too-large`, `misplaced`, a record token of §3).
+    package var code: Rejection.Code
 
     /// Creates a description of a failure.
-    package init(_ kind: Kind, _ message: String, errno: Int32? = nil, code: String = "unreadable") {
+    package init(_ kind: Kind, _ message: String, errno: Int32? = nil, code: Rejection.Code = .unreadable) {
         self.kind = kind
         self.message = message
         self.errno = errno

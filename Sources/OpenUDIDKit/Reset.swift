@@ -17,9 +17,11 @@ extension OpenUDID {
         /// overwritten by the next app that reads it.
         public let problems: [String]
     }
+}
 
-    /// Resets the shared identifier for the user: every participating app, running
-    /// or not, moves to a new identifier and never back to the old one.
+extension OpenUDID.User {
+    /// Resets the shared identifier in `namespace`: every participating app,
+    /// running or not, moves to a new identifier and never back to the old one.
     ///
     /// It removes every copy of the identifier it can reach (the file slots, each
     /// app's local cache, the vendors' mirrors in files and in the Secret Service)
@@ -34,18 +36,12 @@ extension OpenUDID {
     /// Undoing a user-wide opt-out (`User.optIn()`) brings back the
     /// previous identifier; a reset is how a user asks for a new one.
     ///
-    /// - Parameters:
-    ///   - namespace: The namespace to reset, or `nil` for real use.
-    ///   - environment: Where to find the data directory and the session bus.
     /// - Returns: The new generation, what was removed, and what could not be.
     /// - Throws: `OpenUDIDError` when there is no home directory, the namespace is
     ///   invalid, or the reset marker cannot be written (then nothing is reset:
     ///   the removed copies come back from the running apps that hold them).
-    static func resetEverywhere(
-        namespace: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(OpenUDIDError) -> Reset {
-        let paths: StoragePaths
-        do { paths = try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
+    public func reset() throws(OpenUDIDError) -> OpenUDID.Reset {
+        let paths = try paths()
         let fs = FileSystem.system
         // Apps' writes of their copies wait while the reset holds this, and drop
         // what they read before it (docs/PROTOCOL.md §9).
@@ -72,20 +68,10 @@ extension OpenUDID {
         // user's choice for that app, not a copy: they stay.
         var files: [String] = []
         for directory in [paths.slotsDirectory, paths.vendorsDirectory] {
-            for name in Self.entries(of: directory, fs: fs, problems: &problems) where Self.isRecordFile(name) {
-                files.append(directory + "/" + name)
-            }
+            files += Self.names(in: directory, fs: fs, problems: &problems).filter(Self.isRecordFile).map { POSIX.joined(directory, $0) }
         }
         let cacheName = paths.localCacheName
-        for entry in Self.entries(of: paths.dataHome, fs: fs, problems: &problems) where AppIdentity.isValid(entry) {
-            let directory = paths.dataHome + "/" + entry
-            var info = Glibc.stat()
-            guard fs.lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
-            for name in Self.entries(of: directory, fs: fs, problems: &problems)
-            where name == cacheName || name.hasPrefix(cacheName + ".corrupt-") {
-                files.append(directory + "/" + name)
-            }
-        }
+        files += Self.appFiles(in: paths.dataHome, fs: fs, problems: &problems) { $0 == cacheName || $0.hasPrefix(cacheName + ".corrupt-") }
         var removable: [String] = []
         for file in files.sorted() {
             guard case .found(let bytes) = AtomicFile.read(file, below: paths.dataHome, fileSystem: fs),
@@ -102,9 +88,7 @@ extension OpenUDID {
 
         // The mirror in the Secret Service, if one is on the bus.
         var keyringItems: [String] = []
-        if case .success(let address) = SessionBus.address(in: environment),
-            SecretServiceMirror.probe(busAddress: address).canHoldMirror
-        {
+        if let address = secretServiceBus {
             do throws(StoreUnavailable) {
                 let (removed, keptCopies) = try SecretServiceMirror(busAddress: address, namespace: paths.namespace)
                     .removeEveryVendorItem()
@@ -120,14 +104,7 @@ extension OpenUDID {
             }
         }
 
-        var removed: [String] = []
-        for file in removable {
-            if fs.unlink(file) == 0 || errno == ENOENT {
-                removed.append(file)
-            } else {
-                problems.append("\(file): \(POSIX.message(errno))")
-            }
-        }
+        let removed = Self.unlink(removable, fs: fs, problems: &problems)
 
         // Last, so that an app resolving meanwhile and writing its old value back
         // hears of the reset after its write, and replaces it.
@@ -142,12 +119,12 @@ extension OpenUDID {
             try marker.write(ResetKey.random(generation: next))
             try marker.write(next)
         } catch { throw OpenUDIDError(error) }
-        return Reset(generation: next, files: removed, keyringItems: keyringItems, problems: problems)
+        return OpenUDID.Reset(generation: next, files: removed, keyringItems: keyringItems, problems: problems)
     }
 
     /// Whether `name`, in the slots or vendors directory, is a record file the
     /// library writes: `<id>.json`, its quarantined copies, or a temporary file.
     private static func isRecordFile(_ name: String) -> Bool {
-        name.hasSuffix(".json") || name.contains(".json.corrupt-") || name.hasPrefix(".openudid-tmp-")
+        name.hasSuffix(".json") || name.contains(".json.corrupt-") || name.hasPrefix(AtomicFile.temporaryPrefix)
     }
 }

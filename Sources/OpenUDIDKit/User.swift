@@ -28,8 +28,9 @@ extension OpenUDID {
             self.environment = environment
         }
 
-        /// The user's paths; the namespace is checked here.
-        private func paths() throws(OpenUDIDError) -> StoragePaths {
+        /// The user's paths; the namespace is checked here, unless the paths are for every namespace.
+        func paths(namespaced: Bool = true) throws(OpenUDIDError) -> StoragePaths {
+            let namespace = namespaced ? self.namespace : nil
             do { return try StoragePaths(environment: environment, namespace: namespace) } catch { throw OpenUDIDError(error) }
         }
 
@@ -63,27 +64,6 @@ extension OpenUDID {
             return FileSystem.system.exists(paths.optOutMarker)
         }
 
-        /// Resets the shared identifier in `namespace`: every participating app,
-        /// running or not, moves to a new identifier and never back to the old one.
-        ///
-        /// It removes every copy of the identifier it can reach (the file slots, each
-        /// app's local cache, the vendors' mirrors in files and in the Secret Service)
-        /// and then writes the next reset generation to `<data>/openudid/reset`. Every
-        /// record of an older generation is *superseded* from then on (docs/PROTOCOL.md
-        /// §9): running apps notice the marker within a second and move to a new
-        /// identifier, which the first of them generates; an app that was not running
-        /// does so on its next start; a copy this call could not remove (a locked
-        /// keyring) casts no ballot and is overwritten when next read. Opt-outs and
-        /// consent are choices, not copies, and stay as they are.
-        ///
-        /// - Returns: The new generation, what was removed, and what could not be.
-        /// - Throws: `OpenUDIDError` when there is no home directory, the namespace is
-        ///   invalid, or the reset marker cannot be written (then nothing is reset:
-        ///   the removed copies come back from the running apps that hold them).
-        public func reset() throws(OpenUDIDError) -> Reset {
-            try OpenUDID.resetEverywhere(namespace: namespace, environment: environment)
-        }
-
         /// Deletes what uninstalling `app` together with its data would: its file
         /// slot and its local cache in `namespace`. Nothing of other apps, and nothing
         /// of the vendor mirror, is touched. Stopping the app's process is the
@@ -95,21 +75,64 @@ extension OpenUDID {
         /// - Throws: `OpenUDIDError` for an invalid id or namespace, when a file cannot
         ///   be removed, or when the erasure lock cannot be taken (nothing is removed then).
         public func removeApp(_ app: String) throws(OpenUDIDError) {
-            try OpenUDID.removeApp(app, namespace: namespace, environment: environment)
+            let identity: AppIdentity
+            do { identity = try AppIdentity(app) } catch { throw OpenUDIDError(error) }
+            let paths = try paths()
+            let erasing = try ErasureLock.take([paths.erasureLock], below: paths.sharedHome)
+            defer { erasing.finish() }
+            do {
+                try FileSlotStore(paths: paths).remove(app: identity.id)
+                try LocalCache(app: identity, paths: paths).remove()
+            } catch {
+                throw OpenUDIDError(error)
+            }
         }
+    }
+}
 
-        /// Removes every file slot, local cache, consent record, mirror file and
-        /// item, and marker the library wrote for this user, in every namespace
-        /// whatever `namespace` says: for a user who wants the identifier gone.
-        /// Running apps should be stopped first, or they write their copies again
-        /// at their next resolution; a resolution under way writes nothing back.
-        ///
-        /// - Parameter dryRun: List what would be removed, and remove nothing.
-        /// - Returns: What was (or would be) removed, and what could not be.
-        /// - Throws: `OpenUDIDError` when there is no home directory, or when an
-        ///   erasure lock cannot be taken (nothing is removed then).
-        public func forgetEverything(dryRun: Bool = false) throws(OpenUDIDError) -> Erasure {
-            try OpenUDID.forgetEverything(dryRun: dryRun, environment: environment)
+// MARK: - What the erasing commands share
+
+extension OpenUDID.User {
+    /// The names in `directory`, sorted; none when it does not exist, and a
+    /// problem when it cannot be listed (or is a link, which is never followed).
+    static func names(in directory: String, fs: FileSystem, problems: inout [String]) -> [String] {
+        switch fs.listing(directory, { $0.names }) {
+        case .success(let names):
+            return names.sorted()
+        case .failure(let error):
+            if error.code != ENOENT { problems.append("\(directory): \(POSIX.message(error.code))") }
+            return []
         }
+    }
+
+    /// The files with a name `wanted` takes in each app's own directory of the
+    /// data home (`<data>/<app-id>/`); a link there is not an app's directory.
+    static func appFiles(
+        in dataHome: String, fs: FileSystem, problems: inout [String], where wanted: (String) -> Bool
+    ) -> [String] {
+        var files: [String] = []
+        for app in names(in: dataHome, fs: fs, problems: &problems) where AppIdentity.isValid(app) {
+            let directory = POSIX.joined(dataHome, app)
+            guard case .success(.directory) = fs.kind(at: directory) else { continue }
+            files += names(in: directory, fs: fs, problems: &problems).filter(wanted).map { POSIX.joined(directory, $0) }
+        }
+        return files
+    }
+
+    /// Removes `files` (one already gone is removed too) and returns those removed;
+    /// each that could not be is a problem.
+    static func unlink(_ files: [String], fs: FileSystem, problems: inout [String]) -> [String] {
+        files.filter { file in
+            if fs.unlink(file) == 0 || errno == ENOENT { return true }
+            problems.append("\(file): \(POSIX.message(errno))")
+            return false
+        }
+    }
+
+    /// The session bus when a Secret Service answers on it; nil when there is no keyring to clear.
+    var secretServiceBus: String? {
+        guard case .success(let address) = SessionBus.address(in: environment), SecretServiceMirror.probe(busAddress: address).canHoldMirror
+        else { return nil }
+        return address
     }
 }

@@ -141,12 +141,12 @@ private func unavailable(_ read: StoreRead) -> StoreUnavailable? {
     }
 
     @Test func explainsCommonFailures() {
-        #expect(AtomicFile.writeFailure("/x/y", ENOSPC).message == "cannot write /x/y: No space left on device; free some disk space")
+        #expect(AtomicFile.failure("/x/y", ENOSPC).message == "cannot write /x/y: No space left on device; free some disk space")
         #expect(
-            AtomicFile.writeFailure("/x/y", EROFS).message
+            AtomicFile.failure("/x/y", EROFS).message
                 == "cannot write /x/y: Read-only file system; the file system is mounted read-only")
-        #expect(AtomicFile.writeFailure("/x/y", EFBIG).message.contains("ulimit -f"))
-        #expect(AtomicFile.writeFailure("/x/y", EACCES).kind == .io)
+        #expect(AtomicFile.failure("/x/y", EFBIG).message.contains("ulimit -f"))
+        #expect(AtomicFile.failure("/x/y", EACCES).kind == .io)
     }
 
     @Test func concurrentWritersNeverLeaveATornFile() throws {

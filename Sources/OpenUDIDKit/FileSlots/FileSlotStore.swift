@@ -125,67 +125,35 @@ package struct FileSlotStore: Sendable, Hashable {
     ///   or it or a directory above it (below `root`) is a symbolic link.
     ///   - now: The time records are parsed at (`SlotRecord.parse(_:now:)`).
     package func list(limit: Int = defaultLimit, including app: String? = nil, now: Date = Date()) throws(StoreUnavailable) -> Listing {
-        switch AtomicFile.checkDirectories(directory, for: directory, below: root, fileSystem: fileSystem) {
-        case .failure(let problem): throw problem
-        case .success(false): return .empty
-        case .success(true): break
+        guard try AtomicFile.directoriesExist(directory, for: directory, below: root, fileSystem: fileSystem) else { return .empty }
+        switch fileSystem.listing(directory, limit: Self.scanLimit, { slots(in: $0, limit: limit, including: app, now: now) }) {
+        case .success(let listing):
+            return listing
+        case .failure(let error) where error.code == ENOENT:
+            return .empty
+        case .failure(let error) where error.code == ELOOP || error.code == ENOTDIR:
+            throw StoreUnavailable(
+                .unsafePath, "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
+        case .failure(let error):
+            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(error.code))", errno: error.code)
         }
-        let descriptor = fileSystem.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            let code = errno
-            switch code {
-            case ENOENT:
-                return .empty
-            case ELOOP, ENOTDIR:
-                throw StoreUnavailable(
-                    .unsafePath,
-                    "cannot list \(directory): it is not a directory (or is a symbolic link); remove or rename it")
-            default:
-                throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))", errno: code)
-            }
-        }
-        guard let stream = fileSystem.openDirectory(descriptor) else {
-            let code = errno
-            throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(code))", errno: code)
-        }
-        defer { fileSystem.close(stream) }
+    }
 
+    /// The slot files of the directory listed, read as `list(limit:including:now:)` says.
+    private func slots(in listing: FileSystem.Listing, limit: Int, including app: String?, now: Date) -> Listing {
         var apps: [String] = []
         var invalid: [String] = []
-        var scanned = 0
-        var scanStopped = false
-        while true {
-            guard let name = fileSystem.nextEntry(stream) else {
-                if errno != 0 { throw StoreUnavailable(.io, "cannot list \(directory): \(POSIX.message(errno))", errno: errno) }
-                break
-            }
-            scanned += 1
-            if scanned > Self.scanLimit {
-                scanStopped = true
-                break
-            }
-            guard name.hasSuffix(".json") else { continue }
+        for name in listing.names where name.hasSuffix(".json") {
             let stem = String(name.dropLast(5))
-            if AppIdentity.isValid(stem) {
-                apps.append(stem)
-            } else if invalid.count < 100
-                || name.utf8.lexicographicallyPrecedes(invalid.max(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })!.utf8)
-            {
-                invalid.append(name)
-                if invalid.count > 100 {
-                    invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                    invalid.removeLast()
-                }
-            }
+            if AppIdentity.isValid(stem) { apps.append(stem) } else { invalid.append(name) }
         }
-
         // Valid app ids are ASCII, whose String order is their byte order, and
         // compares a buffer at a time (a UTF-8 view compares a byte per step).
         apps.sort()
         invalid.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         func read(_ app: String) -> Entry {
             let content = AtomicFile.read(
-                in: stream.descriptor, name: app + ".json",
+                in: listing.descriptor, name: app + ".json",
                 path: directory + "/" + app + ".json",
                 limit: SlotRecord.maximumSize, fileSystem: fileSystem)
             var parsed: Result<SlotRecord, RecordError>?
@@ -217,7 +185,7 @@ package struct FileSlotStore: Sendable, Hashable {
                 if own.content != .absent { entries.append(own) }
             }
         }
-        return Listing(entries: entries, invalidNames: invalid, omitted: omitted, scanStopped: scanStopped)
+        return Listing(entries: entries, invalidNames: Array(invalid.prefix(100)), omitted: omitted, scanStopped: listing.stopped)
     }
 }
 

@@ -34,41 +34,34 @@ enum AtomicFile {
     static func read(
         _ path: String, limit: Int = SlotRecord.maximumSize, below root: String? = nil, fileSystem fs: FileSystem = .system
     ) -> StoreRead {
-        switch checkDirectories(split(path).directory, for: path, below: root, fileSystem: fs) {
-        case .failure(let problem): return .unavailable(problem)
-        case .success(false): return .absent
-        case .success(true): return read(in: AT_FDCWD, name: path, path: path, limit: limit, fileSystem: fs)
+        do {
+            guard try directoriesExist(split(path).directory, for: path, below: root, fileSystem: fs) else { return .absent }
+        } catch {
+            return .unavailable(error)
         }
+        return read(in: AT_FDCWD, name: path, path: path, limit: limit, fileSystem: fs)
     }
 
     /// Checks `directory` and its parents below `root` without following a link.
     ///
     /// - Parameter path: The file or directory to name in messages.
     /// - Returns: `true` when they all exist as real directories, `false` when one
-    ///   is missing (so nothing below it can exist), or why one cannot be used.
-    static func checkDirectories(
+    ///   is missing (so nothing below it can exist).
+    /// - Throws: `StoreUnavailable` saying why one cannot be used.
+    static func directoriesExist(
         _ directory: String, for path: String, below root: String?, fileSystem fs: FileSystem = .system
-    ) -> Result<Bool, StoreUnavailable> {
+    ) throws(StoreUnavailable) -> Bool {
         for directory in ownDirectories(directory, below: root) {
-            switch fs.linkStatus(directory) {
-            case .failure(let error) where error.code == ENOENT:
-                return .success(false)
-            case .failure(let error) where error.code == ENOTDIR:
-                return .failure(
-                    StoreUnavailable(
-                        .unsafePath,
-                        "cannot use \(path): a component of the path is not a directory; remove or rename it"))
-            case .failure(let error):
-                return .failure(StoreUnavailable(.io, "cannot use \(path): \(POSIX.message(error.code))", errno: error.code))
-            case .success(let info) where POSIX.isSymbolicLink(info):
-                return .failure(linkedDirectory(directory, path: path))
-            case .success(let info) where !POSIX.isDirectory(info):
-                return .failure(StoreUnavailable(.unsafePath, "cannot use \(path): \(directory) is not a directory; remove or rename it"))
-            case .success:
-                continue
+            switch fs.kind(at: directory) {
+            case .success(nil): return false
+            case .success(.directory): continue
+            case .success(.symbolicLink): throw linkedDirectory(directory, path: path)
+            case .success: throw notDirectory(directory, path: path)
+            case .failure(let error) where error.code == ENOTDIR: throw notDirectory("a component of the path", path: path)
+            case .failure(let error): throw failure(path, error.code, doing: "use")
             }
         }
-        return .success(true)
+        return true
     }
 
     private static func linkedDirectory(_ directory: String, path: String) -> StoreUnavailable {
@@ -78,6 +71,25 @@ enum AtomicFile {
             cannot use \(path): \(directory) is a symbolic link; OpenUDID never follows links inside its own \
             directories; replace the link with a real directory
             """)
+    }
+
+    private static func notDirectory(_ directory: String, path: String) -> StoreUnavailable {
+        StoreUnavailable(.unsafePath, "cannot use \(path): \(directory) is not a directory; remove or rename it")
+    }
+
+    /// Whether a regular file stands at `path` itself (false: nothing does), before it is replaced, removed or moved.
+    ///
+    /// - Throws: `StoreUnavailable` of kind `.unsafePath` when anything else stands
+    ///   there (it is neither followed nor removed), or `.io`.
+    private static func holdsFile(_ path: String, toBe verb: String, fileSystem fs: FileSystem) throws(StoreUnavailable) -> Bool {
+        switch fs.kind(at: path) {
+        case .success(nil): return false
+        case .success(.regular): return true
+        case .success(let kind?):
+            let remedy = "OpenUDID leaves it alone; remove it by hand"
+            throw StoreUnavailable(.unsafePath, "cannot \(verb) \(path): \(kind) stands there, not a regular file; \(remedy)")
+        case .failure(let error): throw failure(path, error.code, doing: verb)
+        }
     }
 
     /// The directories from just below `root` down to `directory`, outermost first:
@@ -108,28 +120,24 @@ enum AtomicFile {
     }
 
     /// What a file the gate refused means for a store: unknown, with the remedy.
-    static func unavailable(_ refusal: FileGate.Refusal) -> StoreUnavailable {
+    private static func unavailable(_ refusal: FileGate.Refusal) -> StoreUnavailable {
         switch refusal.reason {
         case .link:
             StoreUnavailable(.unsafePath, "\(refusal); OpenUDID never follows links to its files; remove the link")
         case .notRegular, .notDirectory:
             StoreUnavailable(.unsafePath, "\(refusal); remove or rename it")
         case .tooLarge(let size, let limit):
-            oversized(refusal.path, size: size, limit: limit)
+            StoreUnavailable(
+                .corrupt,
+                """
+                \(refusal.path) is \(size) bytes, over the \(limit)-byte cap; it is not read, and the app that owns it \
+                moves it aside (as \(split(refusal.path).name).corrupt-<milliseconds>) before writing its record again
+                """, code: .tooLarge)
         case .system(let code):
             StoreUnavailable(.io, refusal.description, errno: code)
         case .pastDeadline:
             StoreUnavailable(.io, refusal.description)
         }
-    }
-
-    private static func oversized(_ path: String, size: Int, limit: Int) -> StoreUnavailable {
-        StoreUnavailable(
-            .corrupt,
-            """
-            \(path) is \(size) bytes, over the \(limit)-byte cap; it is not read, and the app that owns it \
-            moves it aside (as \(split(path).name).corrupt-<milliseconds>) before writing its record again
-            """, code: "too-large")
     }
 
     /// Replaces the file at `path` with `data`, atomically and durably.
@@ -147,25 +155,12 @@ enum AtomicFile {
     static func write(_ data: Data, to path: String, below root: String? = nil, fileSystem fs: FileSystem = .system)
         throws(StoreUnavailable)
     {
-        let (directory, _) = split(path)
+        let directory = split(path).directory
         // A directory this write just created holds no temporaries to look for.
         if try !makeDirectories(directory, for: path, below: root, fileSystem: fs) {
             removeStaleTemporaries(in: directory, fileSystem: fs)
         }
-
-        switch fs.linkStatus(path) {
-        case .success(let info) where !POSIX.isRegularFile(info):
-            let what = POSIX.isSymbolicLink(info) ? "a symbolic link" : "something other than a regular file"
-            throw StoreUnavailable(
-                .unsafePath,
-                "cannot write \(path): \(what) stands there; OpenUDID never writes through or removes it; remove it by hand")
-        case .success:
-            break
-        case .failure(let error) where error.code == ENOENT:
-            break
-        case .failure(let error):
-            throw writeFailure(path, error.code)
-        }
+        _ = try holdsFile(path, toBe: "write", fileSystem: fs)
 
         let (temporary, descriptor) = try createTemporary(in: directory, for: path, fileSystem: fs)
         var renamed = false
@@ -173,15 +168,15 @@ enum AtomicFile {
 
         do throws(StoreUnavailable) {
             try writeAll(data, to: descriptor, path: path, fileSystem: fs)
-            if fs.fsync(descriptor) != 0 { throw writeFailure(path, errno) }
+            if fs.fsync(descriptor) != 0 { throw failure(path, errno) }
         } catch {
             fs.close(descriptor)
             throw error
         }
         // A close error after a successful fsync is rare (NFS), but it can mean lost data.
-        if fs.close(descriptor) != 0, errno != EINTR { throw writeFailure(path, errno) }
+        if fs.close(descriptor) != 0, errno != EINTR { throw failure(path, errno) }
 
-        guard fs.rename(temporary, path) == 0 else { throw writeFailure(path, errno) }
+        guard fs.rename(temporary, path) == 0 else { throw failure(path, errno) }
         renamed = true
         // The rename is done; failing to flush the directory can no longer
         // restore the old file, so it is not reported as a failed write.
@@ -193,26 +188,12 @@ enum AtomicFile {
     /// - Throws: `StoreUnavailable` of kind `.unsafePath` when something other
     ///   than a regular file stands there (it is left alone), or `.io`.
     static func remove(_ path: String, below root: String? = nil, fileSystem fs: FileSystem = .system) throws(StoreUnavailable) {
-        switch checkDirectories(split(path).directory, for: path, below: root, fileSystem: fs) {
-        case .failure(let problem): throw problem
-        case .success(false): return
-        case .success(true): break
-        }
-        switch fs.linkStatus(path) {
-        case .failure(let error) where error.code == ENOENT || error.code == ENOTDIR:
-            return
-        case .failure(let error):
-            throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(error.code))", errno: error.code)
-        case .success(let info) where !POSIX.isRegularFile(info):
-            throw StoreUnavailable(
-                .unsafePath,
-                "cannot remove \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
-        case .success:
-            guard fs.unlink(path) == 0 || errno == ENOENT else {
-                throw StoreUnavailable(.io, "cannot remove \(path): \(POSIX.message(errno))", errno: errno)
-            }
-            syncDirectory(split(path).directory, fileSystem: fs)
-        }
+        let directory = split(path).directory
+        guard try directoriesExist(directory, for: path, below: root, fileSystem: fs),
+            try holdsFile(path, toBe: "remove", fileSystem: fs)
+        else { return }
+        guard fs.unlink(path) == 0 || errno == ENOENT else { throw failure(path, errno, doing: "remove") }
+        syncDirectory(directory, fileSystem: fs)
     }
 
     /// Moves a corrupt file aside to `<path>.corrupt-<milliseconds>` so nothing is lost.
@@ -227,55 +208,44 @@ enum AtomicFile {
     static func quarantine(
         _ path: String, now: Date = Date(), below root: String? = nil, fileSystem fs: FileSystem = .system
     ) throws(StoreUnavailable) -> String? {
-        switch checkDirectories(split(path).directory, for: path, below: root, fileSystem: fs) {
-        case .failure(let problem): throw problem
-        case .success(false): return nil
-        case .success(true): break
-        }
-        switch fs.linkStatus(path) {
-        case .failure(let error) where error.code == ENOENT:
-            return nil
-        case .failure(let error):
-            throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(error.code))", errno: error.code)
-        case .success(let info) where !POSIX.isRegularFile(info):
-            throw StoreUnavailable(
-                .unsafePath,
-                "cannot quarantine \(path): it is not a regular file; OpenUDID leaves it alone; remove it by hand")
-        case .success:
-            break
-        }
-        let (directory, name) = split(path)
-        let suffix = ".corrupt-\(Milliseconds.since1970(now))"
-        for attempt in 0..<1000 {
-            let target = joined(directory, quarantineName(name, suffix: attempt == 0 ? suffix : "\(suffix)-\(attempt)"))
+        let directory = split(path).directory
+        guard try directoriesExist(directory, for: path, below: root, fileSystem: fs),
+            try holdsFile(path, toBe: "quarantine", fileSystem: fs)
+        else { return nil }
+        for target in asideNames(for: path, now: now) {
             // link(2) fails rather than replace an existing name, which rename(2) would not.
             if fs.link(path, target) == 0 {
                 guard fs.unlink(path) == 0 || errno == ENOENT else {
                     let code = errno
                     fs.unlink(target)
-                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))", errno: code)
+                    throw failure(path, code, doing: "quarantine")
                 }
-                syncDirectory(split(path).directory, fileSystem: fs)
-                return target
-            }
-            switch errno {
-            case EEXIST:
-                continue
-            case EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, EXDEV:
-                // File systems without hard links: check the name is free, then rename.
-                guard case .failure(let error) = fs.linkStatus(target), error.code == ENOENT else { continue }
-                guard fs.rename(path, target) == 0 else {
-                    throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(errno))", errno: errno)
+            } else {
+                switch errno {
+                case EEXIST:
+                    continue
+                case EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, EXDEV:
+                    // File systems without hard links: check the name is free, then rename.
+                    guard case .success(nil) = fs.kind(at: target) else { continue }
+                    guard fs.rename(path, target) == 0 else { throw failure(path, errno, doing: "quarantine") }
+                case ENOENT:
+                    return nil
+                case let code:
+                    throw failure(path, code, doing: "quarantine")
                 }
-                syncDirectory(split(path).directory, fileSystem: fs)
-                return target
-            case ENOENT:
-                return nil
-            case let code:
-                throw StoreUnavailable(.io, "cannot quarantine \(path): \(POSIX.message(code))", errno: code)
             }
+            syncDirectory(directory, fileSystem: fs)
+            return target
         }
         throw StoreUnavailable(.io, "cannot quarantine \(path): 1000 quarantined copies from this millisecond already exist")
+    }
+
+    /// The names a file at `path` is moved aside to, in the order they are
+    /// tried: `<path>.corrupt-<milliseconds>`, then the same with `-1` … `-999`.
+    static func asideNames(for path: String, now: Date) -> some Sequence<String> {
+        let (directory, name) = split(path)
+        let suffix = ".corrupt-\(Milliseconds.since1970(now))"
+        return (0..<1000).lazy.map { POSIX.joined(directory, quarantineName(name, suffix: $0 == 0 ? suffix : "\(suffix)-\($0)")) }
     }
 
     /// The longest file name the file systems OpenUDID runs on accept (`NAME_MAX`).
@@ -288,10 +258,6 @@ enum AtomicFile {
         guard name.utf8.count > room else { return name + suffix }
         // Names here are ASCII (app ids, vendors, fixed words), so cutting bytes cuts characters.
         return String(decoding: name.utf8.prefix(room), as: UTF8.self) + suffix
-    }
-
-    private static func joined(_ directory: String, _ name: String) -> String {
-        directory == "/" ? "/" + name : directory + "/" + name
     }
 
     // MARK: - Pieces of a write
@@ -317,14 +283,11 @@ enum AtomicFile {
     static func makeDirectories(
         _ directory: String, for path: String, below root: String? = nil, fileSystem fs: FileSystem = .system
     ) throws(StoreUnavailable) -> Bool {
-        let ownList = ownDirectories(directory, below: root)
+        let own = ownDirectories(directory, below: root)
         // The usual case, every directory already there: one lstat for each of
         // those below the root (the last one is `directory`), none for those
         // above it. Anything else takes the walk below, which says what is wrong.
-        if !ownList.isEmpty, case .success(true) = checkDirectories(directory, for: path, below: root, fileSystem: fs) {
-            return false
-        }
-        let own = Set(ownList)
+        if !own.isEmpty, (try? directoriesExist(directory, for: path, below: root, fileSystem: fs)) == true { return false }
         var created = false
         // The directories that gained an entry, flushed once all are made.
         var grown: [String] = []
@@ -332,23 +295,19 @@ enum AtomicFile {
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + component
+            if own.contains(prefix), case .success(.symbolicLink) = fs.kind(at: prefix) { throw linkedDirectory(prefix, path: path) }
             var info = stat()
-            if own.contains(prefix), fs.lstat(prefix, &info) == 0, POSIX.isSymbolicLink(info) {
-                throw linkedDirectory(prefix, path: path)
-            }
             if fs.stat(prefix, &info) == 0 {
-                guard POSIX.isDirectory(info) else {
-                    throw StoreUnavailable(.unsafePath, "cannot write \(path): \(prefix) is not a directory; remove or rename it")
-                }
+                guard POSIX.FileKind(info) == .directory else { throw notDirectory(prefix, path: path) }
                 continue
             }
-            guard errno == ENOENT else { throw writeFailure(path, errno) }
+            guard errno == ENOENT else { throw failure(path, errno) }
             // EEXIST: another process created it between stat and mkdir, which is fine.
             if fs.mkdir(prefix, 0o700) == 0 {
                 created = prefix == directory
                 grown.append(split(prefix).directory)
             } else if errno != EEXIST {
-                throw writeFailure(path, errno)
+                throw failure(path, errno)
             }
         }
         return created
@@ -370,21 +329,15 @@ enum AtomicFile {
     /// `staleTemporaryAge` seconds old are removed; at most `FileSlotStore.scanLimit`
     /// entries are looked at.
     static func removeStaleTemporaries(in directory: String, now: time_t = time(nil), fileSystem fs: FileSystem = .system) {
-        let descriptor = fs.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0, let stream = fs.openDirectory(descriptor) else { return }
-        defer { fs.close(stream) }
-        var stale: [String] = []
-        var scanned = 0
-        while scanned < FileSlotStore.scanLimit, let name = fs.nextEntry(stream) {
-            scanned += 1
-            guard name.hasPrefix(temporaryPrefix) else { continue }
-            var info = stat()
-            guard fs.fstatat(stream.descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, POSIX.isRegularFile(info),
-                now - info.st_mtim.tv_sec > staleTemporaryAge
-            else { continue }
-            stale.append(name)
+        _ = fs.listing(directory, limit: FileSlotStore.scanLimit) { listing in
+            for name in listing.names where name.hasPrefix(temporaryPrefix) {
+                var info = stat()
+                guard fs.fstatat(listing.descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, POSIX.FileKind(info) == .regular,
+                    now - info.st_mtim.tv_sec > staleTemporaryAge
+                else { continue }
+                fs.unlinkat(listing.descriptor, name, 0)
+            }
         }
-        for name in stale { fs.unlinkat(stream.descriptor, name, 0) }
     }
 
     /// Creates a fresh temporary file next to `path`, never reusing or following an existing name.
@@ -396,14 +349,13 @@ enum AtomicFile {
         for _ in 0..<16 {
             // A leading dot and no `.json` suffix keep listings from ever taking it for a slot.
             // 30 bytes at most, whatever the target's name: it always fits NAME_MAX.
-            let name = temporaryPrefix + String(generator.next() as UInt64, radix: 16)
-            let temporary = directory == "/" ? "/" + name : directory + "/" + name
+            let temporary = POSIX.joined(directory, temporaryPrefix + String(generator.next() as UInt64, radix: 16))
             let descriptor = fs.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if descriptor >= 0 { return (temporary, descriptor) }
             code = errno
             if code != EEXIST { break }
         }
-        throw writeFailure(path, code)
+        throw failure(path, code)
     }
 
     private static func writeAll(_ data: Data, to descriptor: Int32, path: String, fileSystem fs: FileSystem) throws(StoreUnavailable) {
@@ -413,9 +365,9 @@ enum AtomicFile {
             let count = bytes.withUnsafeBytes { raw in
                 fs.write(descriptor, raw.baseAddress.map { $0 + written }, raw.count - written)
             }
-            if count < 0 { throw writeFailure(path, errno) }
+            if count < 0 { throw failure(path, errno) }
             // write(2) returning 0 for a non-empty regular-file write means no progress is possible.
-            if count == 0 { throw writeFailure(path, EIO) }
+            if count == 0 { throw failure(path, EIO) }
             written += count
         }
     }
@@ -428,8 +380,8 @@ enum AtomicFile {
         fs.close(descriptor)
     }
 
-    /// The error for a failed write: the path, the system's words, and what to do.
-    static func writeFailure(_ path: String, _ code: Int32) -> StoreUnavailable {
+    /// The error for a failed call on `path`: what was being done, the system's words, and what to do.
+    static func failure(_ path: String, _ code: Int32, doing verb: String = "write") -> StoreUnavailable {
         let remedy: String
         switch code {
         case ENOSPC: remedy = "; free some disk space"
@@ -440,6 +392,6 @@ enum AtomicFile {
         case ENAMETOOLONG: remedy = "; the name is longer than the file system allows"
         default: remedy = ""
         }
-        return StoreUnavailable(.io, "cannot write \(path): \(POSIX.message(code))\(remedy)", errno: code)
+        return StoreUnavailable(.io, "cannot \(verb) \(path): \(POSIX.message(code))\(remedy)", errno: code)
     }
 }

@@ -139,7 +139,7 @@ final class ErasureFence: Sendable {
                     next = .unusable("cannot open the lock \(path): \(POSIX.message(errno))")
                 } else {
                     var info = stat()
-                    if fs.fstat(descriptor, &info) == 0, POSIX.isRegularFile(info) {
+                    if fs.fstat(descriptor, &info) == 0, POSIX.FileKind(info) == .regular {
                         next = .file(descriptor: descriptor, identity: FileLock.Identity(info))
                     } else {
                         fs.close(descriptor)

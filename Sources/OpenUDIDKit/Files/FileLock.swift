@@ -92,7 +92,7 @@ final class FileLock {
                 let code = errno
                 // ELOOP: a link; EISDIR: a directory; ENXIO: a socket. Anything else is not ours to fix.
                 guard code == ELOOP || code == EISDIR || code == ENXIO else {
-                    return .failure(Failure(kind: .unusable, message: AtomicFile.writeFailure(path, code).message))
+                    return .failure(Failure(kind: .unusable, message: AtomicFile.failure(path, code).message))
                 }
                 lastProblem = code == ELOOP ? "a symbolic link stands there" : "something other than a regular file stands there"
                 // Gone since the open: look again (a bounded number of times).
@@ -102,7 +102,7 @@ final class FileLock {
                     return .failure(Failure(kind: .unusable, message: "cannot use the lock \(path): it keeps being replaced"))
                 }
             } else {
-                if fs.fstat(descriptor, &found) == 0, POSIX.isRegularFile(found) {
+                if fs.fstat(descriptor, &found) == 0, POSIX.FileKind(found) == .regular {
                     switch lock(descriptor, path: path, mode: mode, waitingAtMost: wait, consequence: consequence, fileSystem: fs) {
                     case .locked(let held): return .success(held)
                     case .failed(let failure): return .failure(failure)
@@ -184,11 +184,8 @@ final class FileLock {
     ///
     /// - Returns: Why it could not be moved, or `nil` once the path is free or holds something else.
     private static func moveAside(_ path: String, ifStill found: stat, now: Date, fileSystem fs: FileSystem) -> String? {
-        let (directory, name) = AtomicFile.split(path)
-        let suffix = ".corrupt-\(Milliseconds.since1970(now))"
-        for attempt in 0..<1000 {
-            let target = directory + "/" + AtomicFile.quarantineName(name, suffix: attempt == 0 ? suffix : "\(suffix)-\(attempt)")
-            guard case .failure(let error) = fs.linkStatus(target), error.code == ENOENT else { continue }
+        for target in AtomicFile.asideNames(for: path, now: now) {
+            guard case .success(nil) = fs.kind(at: target) else { continue }
             var current = stat()
             guard fs.lstat(path, &current) == 0, same(current, found) else { return nil }
             if fs.rename(path, target) == 0 || errno == ENOENT { return nil }

@@ -76,13 +76,13 @@ package struct LocalCache: Sendable, Hashable {
             do {
                 record = try SlotRecord.parse(bytes, now: now)
             } catch {
-                return .unavailable(StoreUnavailable(.corrupt, "\(path): \(error.description)", code: error.token))
+                return .unavailable(StoreUnavailable(.corrupt, "\(path): \(error.description)", code: error.code))
             }
             guard record.app == app.id else {
                 return .unavailable(
                     StoreUnavailable(
                         .corrupt,
-                        "\(path) holds a record of \(quoted(record.app)), not of \(quoted(app.id))", code: "misplaced"))
+                        "\(path) holds a record of \(quoted(record.app)), not of \(quoted(app.id))", code: .misplaced))
             }
             return record.optOut ? .optedOut(record) : .identifier(record)
         }

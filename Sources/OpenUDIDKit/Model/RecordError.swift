@@ -89,6 +89,9 @@ package struct RecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// test vectors; docs/PROTOCOL.md §3 lists every token.
     package var token: String { reason.token }
 
+    /// The token as the report's `rejected[].code` (docs/PROTOCOL.md §12).
+    package var code: Rejection.Code { Rejection.Code(rawValue: token) }
+
     /// Every token `token` can give, in the order docs/PROTOCOL.md §3 checks them.
     package static let tokens = [
         "too-large", "invalid-utf8", "byte-order-mark", "control-character", "invalid-escape", "trailing-comma",
