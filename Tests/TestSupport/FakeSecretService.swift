@@ -7,7 +7,9 @@ import Foundation
 public final class FakeSecretService: Sendable {
     /// How the service misbehaves.
     public enum Behaviour: String, Sendable {
-        /// Every method answers a string where an object path or a list is due, every property is a string.
+        /// Every method answers a string where an object path or a list is due. (Its
+        /// one property, `Collections`, is a list of none, as its type says: GIO
+        /// would print a warning for a wrong type before libsecret saw it.)
         case garbage
         /// It quits in the middle of its first call, without answering.
         case vanishOnCall = "vanish-on-call"
@@ -57,7 +59,7 @@ public final class FakeSecretService: Sendable {
          <method name="ReadAlias"><arg type="s" direction="in"/><arg type="s" direction="out"/></method>
          <method name="SearchItems"><arg type="a{ss}" direction="in"/><arg type="s" direction="out"/></method>
          <method name="Unlock"><arg type="ao" direction="in"/><arg type="s" direction="out"/></method>
-         <property name="Collections" type="s" access="read"/>
+         <property name="Collections" type="ao" access="read"/>
         </interface></node>'''
         interface = Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0]
         pending = []
@@ -66,7 +68,7 @@ public final class FakeSecretService: Sendable {
             if behaviour == 'silent': pending.append(invocation); return
             invocation.return_value(GLib.Variant('(s)', ('garbage \\u00e9 \\x01',)))
         def get_property(connection, sender, path, name, property):
-            return GLib.Variant('s', 'garbage')
+            return GLib.Variant('ao', [])
         def acquired(connection, name):
             # Silent: without a property getter, GDBus hands property reads to
             # `call` too, which keeps every call pending and answers none.
