@@ -64,9 +64,14 @@ enum QuickLab {
         let summary: String
         /// Where it wrote its files.
         let directory: String
+        /// Every file it wrote, by name.
+        let files: [String: Data]
     }
 
-    static let run: Result<Run, HarnessError> = {
+    static let run = quickRun()
+
+    /// Runs the quick lab as a person does and reads what it wrote.
+    static func quickRun() -> Result<Run, HarnessError> {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("openudid-lab-test-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: output) }
         do {
@@ -77,18 +82,22 @@ enum QuickLab {
                 return .failure(HarnessError("openudid-lab failed (status \(lab.status)): \(lab.standardError)"))
             }
             let saved = try Data(contentsOf: output.appendingPathComponent("lab.json"))
+            var files: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: output.path) {
+                files[name] = try Data(contentsOf: output.appendingPathComponent(name))
+            }
             return .success(
                 Run(
                     result: try JSONDecoder().decode(LabResult.self, from: saved),
                     table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
                     picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
-                    savedJSON: saved, summary: lab.standardOutput, directory: output.path))
+                    savedJSON: saved, summary: lab.standardOutput, directory: output.path, files: files))
         } catch let error as HarnessError {
             return .failure(error)
         } catch {
             return .failure(HarnessError("cannot read what the lab wrote: \(error)"))
         }
-    }()
+    }
 
     static func get() throws -> LabResult { try run.get().result }
 }
@@ -194,8 +203,9 @@ enum QuickLab {
         #expect(run.table.contains("| hardware id <sub>UDID-style, the banned one</sub> | **new** | same | same | same |"))
         #expect(run.table.contains("| MAC, randomised <sub>iOS 7 on: no longer the device's</sub> | **new** | same | same | **new** |"))
         #expect(run.table.contains("| per-vendor id <sub>IDFV-style, held by the system</sub> | **new** | same | **new** | same |"))
-        #expect(run.table.contains("The run took "))
+        #expect(!run.table.contains("took"), "the table goes into tracked files: no duration")
         #expect((run.result.seconds ?? 0) > 0)
+        #expect(run.summary.contains(" openudid processes in "), "the terminal says how long it took: \(run.summary)")
         #expect(run.picture.contains("unavailable"))
         #expect(run.picture.hasPrefix("<svg"))
         #expect(run.picture.contains("all removed: notes gets a new id"))
@@ -220,6 +230,22 @@ enum QuickLab {
         #expect(fileSlot.contains("Every app removed"))
         let mirror = try #require(entry("+ vendor mirror"), "\(run.summary)")
         #expect(!mirror.contains("Every app removed"))
+        // A new identifier after the user reset it is what the user asked for.
+        #expect(!mirror.contains("The user resets"), "\(mirror)")
+    }
+
+    /// scripts/lab writes into docs/lab and the README, which a checkout tracks: a
+    /// second run with the same outcome changes none of its files but lab.json,
+    /// which git ignores, so `git status` stays clean.
+    @Test func aSecondRunWritesTheSameFilesButTheJSON() throws {
+        let first = try QuickLab.run.get()
+        let second = try QuickLab.quickRun().get()
+        #expect(Set(first.files.keys) == Set(second.files.keys))
+        for (name, data) in first.files where name != "lab.json" {
+            #expect(second.files[name] == data, "\(name) differs between two runs")
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        #expect(try String(contentsOf: root.appendingPathComponent(".gitignore"), encoding: .utf8).contains("/docs/lab/lab.json\n"))
     }
 
     @Test func theFourEventsAreExactlyTheClassicOnes() throws {
