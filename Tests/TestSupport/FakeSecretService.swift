@@ -45,6 +45,14 @@ public final class FakeSecretService: Sendable {
         }
     }
 
+    /// The calls the service has taken since the last look, as `Method` or
+    /// `Get Property`, in order: what a client cost it, whatever the clock says.
+    public func calls() -> [String] {
+        var calls: [String] = []
+        while let line = service.nextLine(timeout: 0) { calls.append(String(line.dropFirst("call ".count))) }
+        return calls
+    }
+
     /// The environment of a process on this bus, plus `extra`.
     public func environment(extra: [String: String] = [:]) -> [String: String] { bus.environment(extra: extra) }
 
@@ -64,10 +72,12 @@ public final class FakeSecretService: Sendable {
         interface = Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0]
         pending = []
         def call(connection, sender, path, name, method, parameters, invocation):
+            print('call', method, flush=True)
             if behaviour == 'vanish-on-call': os._exit(0)
             if behaviour == 'silent': pending.append(invocation); return
             invocation.return_value(GLib.Variant('(s)', ('garbage \\u00e9 \\x01',)))
         def get_property(connection, sender, path, name, property):
+            print('call Get', property, flush=True)
             return GLib.Variant('ao', [])
         def acquired(connection, name):
             # Silent: without a property getter, GDBus hands property reads to

@@ -123,6 +123,22 @@ public final class PrivateKeePassXC: Sendable {
         }
     }
 
+    /// The titles of the dialogs KeePassXC shows on its X server ("Unlock Database",
+    /// "KeePassXC - Access Request", any other prompt), once its windows have settled:
+    /// read until two reads a quarter of a second apart list the same windows. Its
+    /// main window and Qt's helper windows come and go as it starts, saves or locks,
+    /// which is why a test compares dialogs, not every window.
+    public func dialogTitles(timeout: TimeInterval = 10) throws -> [String] {
+        var last = try windowTitles().sorted()
+        _ = try waitUntil(timeout: timeout, interval: 0.25) {
+            let now = try windowTitles().sorted()
+            defer { last = now }
+            return now == last
+        }
+        let dialogWords = ["Unlock Database", "Access Request", "Confirm", "Prompt", "Password"]
+        return last.filter { title in dialogWords.contains { title.localizedCaseInsensitiveContains($0) } }
+    }
+
     /// One entry of the database, wherever it is (the Recycle Bin included).
     public struct Entry: Sendable, CustomStringConvertible {
         /// The groups from the root down, such as `["Passwords", "Recycle Bin"]`.
