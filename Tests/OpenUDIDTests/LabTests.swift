@@ -57,15 +57,16 @@ struct LabResult: Decodable, Sendable {
 enum QuickLab {
     struct Run: Sendable {
         let result: LabResult
-        let table: String
-        let picture: String
-        let savedJSON: Data
         /// What the run printed on standard output.
         let summary: String
         /// Where it wrote its files.
         let directory: String
         /// Every file it wrote, by name.
         let files: [String: Data]
+
+        var table: String { String(decoding: files["lab.md"] ?? Data(), as: UTF8.self) }
+        var picture: String { String(decoding: files["lab.svg"] ?? Data(), as: UTF8.self) }
+        var savedJSON: Data { files["lab.json"] ?? Data() }
     }
 
     static let run = quickRun()
@@ -81,17 +82,14 @@ enum QuickLab {
             guard lab.status == 0 else {
                 return .failure(HarnessError("openudid-lab failed (status \(lab.status)): \(lab.standardError)"))
             }
-            let saved = try Data(contentsOf: output.appendingPathComponent("lab.json"))
             var files: [String: Data] = [:]
             for name in try FileManager.default.contentsOfDirectory(atPath: output.path) {
                 files[name] = try Data(contentsOf: output.appendingPathComponent(name))
             }
             return .success(
                 Run(
-                    result: try JSONDecoder().decode(LabResult.self, from: saved),
-                    table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
-                    picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
-                    savedJSON: saved, summary: lab.standardOutput, directory: output.path, files: files))
+                    result: try JSONDecoder().decode(LabResult.self, from: files["lab.json"] ?? Data()),
+                    summary: lab.standardOutput, directory: output.path, files: files))
         } catch let error as HarnessError {
             return .failure(error)
         } catch {
