@@ -311,6 +311,11 @@ public final class PrivateKWallet: Sendable {
         guard waitUntil(timeout: timeout, { (try? self.defaultCollection()) != nil }) else {
             throw HarnessError("kwalletd5 offered no default collection within \(Int(timeout)) s")
         }
+        // The login's key opens the wallet a moment after the service is up (seconds on a
+        // busy machine); before that, unlocking the collection would need the user.
+        guard waitUntil(timeout: timeout, { (try? self.isWalletOpen()) == true }) else {
+            throw HarnessError("kwalletd5 did not open the wallet with the login's key within \(Int(timeout)) s")
+        }
     }
 
     /// The environment of a process on this bus, plus `extra`.
