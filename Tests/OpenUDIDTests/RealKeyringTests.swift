@@ -156,7 +156,12 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         try store.write(Data("second record".utf8), vendor: "com.acme")
         #expect(store.read(vendor: "com.acme") == .found(Data("second record".utf8)))
 
-        let saved = try keepassxc.entries { $0.contains { !$0.isRecycled && $0.password == "second record" } }
+        // KeePassXC saves each change a moment later, and on a busy machine the new entry and
+        // the recycled one may reach the file in two saves: read until both are there.
+        let saved = try keepassxc.entries { entries in
+            entries.contains { !$0.isRecycled && $0.password == "second record" }
+                && entries.contains { $0.isRecycled && $0.password == "first record" }
+        }
         let live = saved.filter { !$0.isRecycled && $0.title.hasPrefix("OpenUDID") }
         #expect(live.count == 1, "\(live)")
         // KeePassXC records the new entry's own creation in its history; the earlier record must not be there.
@@ -187,7 +192,7 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         #expect(removed.status == 0, "\(removed.standardError)")
         let second = try report("com.acme.photos", environment)
         #expect(second["id"] as? String == first["id"] as? String, "the vendor's mirror carries the identifier to its next app")
-        #expect(mirror(in: second).state == "read")
+        #expect(mirror(in: second).state == "read", "\(mirror(in: second))")
 
         let forget = try openudid(["forget", "--all"], environment)
         #expect(forget.status == 0, "\(forget.standardError)")

@@ -301,9 +301,13 @@ public final class PrivateKWallet: Sendable {
         daemon = LockedPID()
         let first = try Self.pamStart(bus: bus, timeout: timeout)
         let wallet = home.home.data + "/kwalletd/kdewallet.kwl"
-        guard waitUntil(timeout: timeout, { FileManager.default.fileExists(atPath: wallet) }) else {
+        // Created and open, not merely begun: a wallet file stopped while it is being
+        // written (a busy machine makes that likely) never opens with the key again.
+        guard
+            waitUntil(timeout: timeout, { FileManager.default.fileExists(atPath: wallet) && (try? self.isWalletOpen()) == true })
+        else {
             kill(first, SIGKILL)
-            throw HarnessError("kwalletd5 created no wallet within \(Int(timeout)) s")
+            throw HarnessError("kwalletd5 created and opened no wallet within \(Int(timeout)) s")
         }
         kill(first, SIGTERM)
         try bus.waitForSecretService(owned: false, timeout: timeout)
