@@ -79,7 +79,8 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         let acme = try report("com.acme.notes", environment)["id"] as? String
         _ = try report("org.indie.chess", environment)
         let identifier = try #require(acme)
-        let before = try keepassxc.entries { $0.contains { $0.password.contains(identifier) } }
+        // KeePassXC saves each change a moment later: read until what is expected is there, or give up.
+        let before = try keepassxc.entries { $0.filter { !$0.isRecycled && $0.password.contains(identifier) }.count == 2 }
         let held = before.filter { !$0.isRecycled && $0.password.contains(identifier) }
         // One identifier for every app, one mirror item per vendor.
         #expect(held.count == 2, "each vendor's mirror item holds the identifier: \(before)")
@@ -92,7 +93,10 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         #expect(forget.standardError.contains("Empty recycle bin"), "\(forget.standardError)")
 
         // Read once KeePassXC has saved the deletion: the entry is then in its Recycle Bin.
-        let entries = try keepassxc.entries { $0.contains { $0.isRecycled && $0.password.contains(identifier) } }
+        let entries = try keepassxc.entries { entries in
+            entries.contains { $0.isRecycled && $0.password.contains(identifier) }
+                && !entries.contains { !$0.isRecycled && $0.password.contains(identifier) }
+        }
         let live = entries.filter { !$0.isRecycled }
         #expect(!live.contains { $0.password.contains(identifier) || $0.history.contains { $0.contains(identifier) } }, "\(entries)")
         #expect(entries.contains { $0.isRecycled && $0.password.contains(identifier) }, "KeePassXC keeps it where the message says")
@@ -107,7 +111,10 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         #expect(reset.status == 0, "\(reset.standardError)")
         #expect(reset.standardOutput.contains("removed keyring: OpenUDID identifier for com.acme"))
         #expect(reset.standardError.contains("Recycle Bin"), "\(reset.standardError)")
-        let entries = try keepassxc.entries { $0.contains { $0.isRecycled && $0.password.contains(old) } }
+        let entries = try keepassxc.entries { entries in
+            entries.contains { $0.isRecycled && $0.password.contains(old) }
+                && !entries.contains { !$0.isRecycled && $0.password.contains(old) }
+        }
         #expect(entries.contains { $0.isRecycled && $0.password.contains(old) }, "\(entries)")
         #expect(!entries.contains { !$0.isRecycled && $0.password.contains(old) }, "\(entries)")
     }
@@ -127,7 +134,10 @@ private func mirror(in report: [String: Any]) -> (state: String?, detail: String
         let withdrawn = try openudid(
             ["consent", "--app", "com.acme.notes", "withdraw", "--mirror", "secret-service", "--no-display"], environment)
         #expect(withdrawn.status == 0, "\(withdrawn.standardError)")
-        let entries = try keepassxc.entries { $0.contains { $0.isRecycled && $0.password.contains("com.acme.notes") } }
+        let entries = try keepassxc.entries { entries in
+            entries.contains { $0.isRecycled && $0.password.contains("com.acme.notes") }
+                && !entries.contains { !$0.isRecycled && $0.password.contains(identifier) }
+        }
         #expect(!entries.contains { !$0.isRecycled && $0.password.contains(identifier) }, "\(entries)")
     }
 

@@ -168,11 +168,11 @@ public final class PrivateKeePassXC: Sendable {
 
     /// The database's entries once they satisfy `condition`, read again and again
     /// until they do: KeePassXC saves a change made over the Secret Service about a
-    /// second later, not at once.
+    /// second later, not at once (many seconds on a busy machine).
     ///
     /// - Returns: The entries of the first read that satisfies `condition`, or of the
     ///   last read when none did within `timeout` (the test's expectations then fail).
-    public func entries(timeout: TimeInterval = 20, until condition: ([Entry]) -> Bool) throws -> [Entry] {
+    public func entries(timeout: TimeInterval = 60, until condition: ([Entry]) -> Bool) throws -> [Entry] {
         var latest: [Entry] = []
         _ = try waitUntil(timeout: timeout, interval: 0.1) {
             latest = try entries()
