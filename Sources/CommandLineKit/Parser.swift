@@ -132,7 +132,9 @@ extension Command {
         if needsSubcommand {
             // `openudid --app X get`: the options were meant for the command that follows them.
             if let at = words.firstIndex(where: { word in subcommands.contains { $0.name == word } }), let first = words.first {
-                let corrected = [fullName, words[at]] + words[..<at] + words[(at + 1)...]
+                let command = subcommands.first { $0.name == words[at] }
+                let moved = words[..<at].map { command?.longSpelling(of: $0) ?? $0 }
+                let corrected = [fullName, words[at]] + moved + words[(at + 1)...]
                 throw UsageError(
                     command: fullName, message: "\(quoted(first)) goes after the command",
                     suggestion: corrected.joined(separator: " "))
@@ -231,6 +233,9 @@ extension Command {
     /// The error for an option this command does not define: the near spelling it
     /// probably meant, or the commands that do take it.
     private func unknownOption(_ word: String, fullName: String, root: Command) -> UsageError {
+        if let long = longSpelling(of: word) {
+            return UsageError(command: fullName, message: "unknown option \(quoted(word))", suggestion: long)
+        }
         let spellings = options.map { "--\($0.name)" } + ["--help", "--version"]
         if word.hasPrefix("--"), let near = suggestion(for: word, among: spellings) {
             return UsageError(command: fullName, message: "unknown option \(quoted(word))", suggestion: near)
@@ -241,6 +246,15 @@ extension Command {
             return UsageError(command: fullName, message: "\(name) does not take \(quoted(word)); \(others)")
         }
         return UsageError(command: fullName, message: "unknown option \(quoted(word))")
+    }
+
+    /// `--name` for `-name`, an option of this command written with one dash (`-app`);
+    /// nil for any other word.
+    func longSpelling(of word: String) -> String? {
+        guard word.count > 2, word.hasPrefix("-"), !word.hasPrefix("--") else { return nil }
+        let name = word.dropFirst().prefix { $0 != "=" }
+        guard option(named: String(name)) != nil else { return nil }
+        return "-" + word
     }
 
     /// The names of the commands in this tree that define `option` and show it in their help

@@ -41,9 +41,11 @@ func editDistance(_ a: String, _ b: String) -> Int {
     return d[a.count][b.count]
 }
 
-/// The one candidate `word` was probably meant to be: the only one it begins, or the
-/// nearest within a typo or two.
+/// The one candidate `word` was probably meant to be: the one it spells in other
+/// capitals ("GET"), the only one it begins, or the nearest within a typo or two.
 func suggestion(for word: String, among candidates: [String]) -> String? {
+    let sameLetters = candidates.filter { $0.lowercased() == word.lowercased() }
+    if sameLetters.count == 1 { return sameLetters[0] }
     let extensions = candidates.filter { $0.hasPrefix(word) }
     if word.count >= 2, extensions.count == 1 { return extensions[0] }
     let allowed = max(1, min(2, word.count / 3))

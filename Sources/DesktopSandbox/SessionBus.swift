@@ -25,7 +25,7 @@ public final class SessionBus: @unchecked Sendable {
     /// Starts a bus for `home` and waits for its address.
     ///
     /// - Throws: `SandboxError` when dbus-daemon is missing or prints no address within `timeout` seconds.
-    public init(home: Home, timeout: TimeInterval = 10) throws(SandboxError) {
+    public init(home: Home, timeout: TimeInterval = 30) throws(SandboxError) {
         self.home = home
         let services = home.root + "/dbus-services"
         try makeDirectory(services)
@@ -83,7 +83,7 @@ public final class SessionBus: @unchecked Sendable {
     /// with a password it creates (or unlocks) the login keyring.
     ///
     /// The password goes on standard input with no trailing newline, which would become part of it.
-    public func startKeyring(password: String?, timeout: TimeInterval = 10) throws(SandboxError) {
+    public func startKeyring(password: String?, timeout: TimeInterval = 30) throws(SandboxError) {
         let daemon = try ChildProcess(
             try Tools.require("gnome-keyring-daemon", package: "gnome-keyring"),
             (password == nil ? [] : ["--unlock"]) + ["--foreground", "--components=secrets"], environment: environment(),
@@ -184,7 +184,7 @@ public final class SessionBus: @unchecked Sendable {
     }
 
     /// Waits until `org.freedesktop.secrets` is (or is no longer) owned on the bus, asking as any client would.
-    public func waitForSecretService(owned: Bool, timeout: TimeInterval = 10) throws(SandboxError) {
+    public func waitForSecretService(owned: Bool, timeout: TimeInterval = 30) throws(SandboxError) {
         let dbusSend = try Tools.require("dbus-send", package: "dbus")
         let arguments = [
             "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",

@@ -53,13 +53,15 @@ public final class XServer: @unchecked Sendable {
     ///   - timeout: How long the server may take to come up, in seconds.
     /// - Throws: `SandboxError` when Xvfb is missing or does not come up.
     public init(
-        screen: String = "800x600x24", numbering: Numbering = .serverPicks, maxClients: Int? = nil, timeout: TimeInterval = 10
+        screen: String = "800x600x24", numbering: Numbering = .serverPicks, maxClients: Int? = nil, timeout: TimeInterval = 30
     ) throws(SandboxError) {
         executable = try Tools.require("Xvfb", package: "xvfb")
         self.screen = screen
         self.maxClients = maxClients
         var failure = SandboxError("no free display number for Xvfb")
-        for _ in 0..<(numbering == .serverPicks ? 1 : 20) {
+        // A server that picks its own number can still lose a race for it to
+        // another starting at the same moment, so it gets three tries too.
+        for _ in 0..<(numbering == .serverPicks ? 3 : 20) {
             do {
                 let started = try Self.launch(
                     executable, screen: screen, maxClients: maxClients,
@@ -135,7 +137,7 @@ public final class XServer: @unchecked Sendable {
     /// - Returns: Nil when the server came back on its number, or a note saying where it came back.
     /// - Throws: `SandboxError` when no server comes up.
     @discardableResult
-    public func restart(timeout: TimeInterval = 10, elsewhereIfTaken: Bool = true) throws(SandboxError) -> String? {
+    public func restart(timeout: TimeInterval = 30, elsewhereIfTaken: Bool = true) throws(SandboxError) -> String? {
         kill()
         lock.lock()
         defer { lock.unlock() }

@@ -93,7 +93,7 @@ extension OpenUDID {
         }
 
         /// The display name to open, if any.
-        var displayName: String? {
+        package var displayName: String? {
             guard usesSelections else { return nil }
             if let display, !display.isEmpty { return display }
             if let display = environment["DISPLAY"], !display.isEmpty { return display }

@@ -64,6 +64,13 @@ public struct XSelectionError: Error, Sendable, Equatable, CustomStringConvertib
         )
     }
 
+    static func notADisplayName(_ display: String) -> XSelectionError {
+        XSelectionError(
+            .cannotOpen, display: display,
+            "cannot open X display \"\(display)\": that is not a display name, such as \":0\" or \"host:0.0\"; check DISPLAY, or pass another display"
+        )
+    }
+
     static func refused(_ display: String, reason: String) -> XSelectionError {
         XSelectionError(
             .cannotOpen, display: display,

@@ -69,6 +69,12 @@ let tool = Command(
                 local cache or mirror holds the identifier afterwards (every write failed
                 or was skipped): the identifier is not saved and the next call may print
                 another; the message on standard error says why.
+
+                Exits with status 5 after printing (3 wins when both apply) when the X
+                display in DISPLAY cannot be reached: the identifier then comes from the
+                file slots and the mirror alone, and the apps on that display may share
+                another. The message on standard error says why and what to do;
+                --no-display leaves the display unused on purpose (status 0).
                 """,
             options: [app, .flag("json", help: "print the identifier with its provenance as JSON"), scope] + resolving),
         Command(
@@ -78,6 +84,11 @@ let tool = Command(
                 free selection slot and resolves again whenever another slot changes.
                 Prints the identifier once the slot is served, then a line on every change;
                 with --scope app, the UUID derived for this app alone.
+
+                When the X display in DISPLAY cannot be reached, says so on standard error
+                (why, and what to do), shares through the file slots and the mirror, and
+                takes part in the selections once the display answers; it still exits
+                with status 0 when stopped.
                 """,
             options: [app, scope] + resolving),
         Command(
@@ -85,7 +96,8 @@ let tool = Command(
             discussion: """
                 Lists every occupied selection slot and file slot: slot, app, vendor,
                 identifier, opted out, born. Records that fail validation are listed with
-                the reason.
+                the reason. Exits with status 5 after listing the file slots when the X
+                display in DISPLAY cannot be reached (standard error says why).
                 """,
             options: [
                 .flag("json", help: "print the slots as JSON"), resolvingOption("display"),
@@ -174,7 +186,8 @@ let tool = Command(
         exit status: 0 success; 1 the operation failed (the message says why);
         2 the command was used wrongly; 3 (get) the identifier was printed but could
         not be saved anywhere, so the next call may print another; 4 the display
-        given with --display cannot be opened.
+        given with --display cannot be opened; 5 (get, slots) the display in DISPLAY
+        could not be reached, so the answer lacks the selections.
         """
 )
 

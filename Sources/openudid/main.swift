@@ -14,6 +14,9 @@ enum Exit {
     static let unsaved: Int32 = 3
     /// The display named with `--display` cannot be opened.
     static let noDisplay: Int32 = 4
+    /// `get` or `slots` answered without the selections: the X display they wanted
+    /// (`$DISPLAY`) could not be reached.
+    static let noSelections: Int32 = 5
 }
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -123,6 +126,18 @@ func handle() -> OpenUDID {
     }
 }
 
+/// What to say when the X display this command wanted could not be reached, going by
+/// the selections' entry among `sources`: the reason and the remedy the library gave,
+/// and `consequence`. Nil when the display answered, or none was wanted (no DISPLAY,
+/// --no-display), which the report says in its own words.
+func unreachableDisplay(_ sources: [SourceStatus], _ consequence: String) -> String? {
+    guard checkedConfiguration.displayName != nil else { return nil }
+    for case .unavailable(.selection, let why) in sources {
+        return "\(parsed.fullName): no selections: \(why). \(consequence); --no-display leaves the display unused on purpose"
+    }
+    return nil
+}
+
 /// Why no durable place holds the identifier after `report`, or `nil` when one does
 /// (or files are not in use, or the app opted out).
 func unsavedReason(_ report: Report) -> String? {
@@ -147,7 +162,12 @@ case "get":
     } else {
         printLine(parsed["scope"] == "app" ? report.appScoped.uuidString.lowercased() : report.identifier.hex)
     }
+    let unreachable = unreachableDisplay(
+        report.sources,
+        "The identifier printed comes from the file slots and the vendor mirror alone; apps on that display may share another")
+    if let unreachable { printLine(unreachable, to: STDERR_FILENO) }
     if let why = unsavedReason(report) { fail(why, status: Exit.unsaved) }
+    if unreachable != nil { exit(Exit.noSelections) }
 
 case "serve":
     // SIGINT and SIGTERM stay blocked in every thread (threads inherit the
@@ -174,6 +194,12 @@ case "serve":
         }
     } catch {
         fail(error.message, status: Exit.failure)
+    }
+    if let unreachable = unreachableDisplay(
+        participation.report.sources,
+        "Until it answers, this app shares through the file slots and the vendor mirror alone; it tries the display again every second")
+    {
+        printLine(unreachable, to: STDERR_FILENO)
     }
     var received: Int32 = 0
     while sigwait(&stopSignals, &received) != 0 {}
@@ -202,12 +228,18 @@ case "slots":
                 printLine("\(location) rejected: \(rejection)")
             }
         }
-        for status in survey.unavailable { printLine("openudid: \(status)", to: STDERR_FILENO) }
+        for status in survey.unavailable where status.place != .selection || checkedConfiguration.displayName == nil {
+            printLine("openudid: \(status)", to: STDERR_FILENO)
+        }
         // Said on purpose, so that an empty list is not taken for an empty session.
         if parsed.has("no-display") {
             printLine("openudid slots: selection slots not read: --no-display leaves the X display unused", to: STDERR_FILENO)
         }
         if parsed.has("no-files") { printLine("openudid slots: file slots not read: --no-files was given", to: STDERR_FILENO) }
+    }
+    if let unreachable = unreachableDisplay(survey.unavailable, "The list has the file slots alone") {
+        printLine(unreachable, to: STDERR_FILENO)
+        exit(Exit.noSelections)
     }
 
 case "remove-app":

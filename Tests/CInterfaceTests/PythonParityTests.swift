@@ -89,10 +89,15 @@ import Testing
             show(lambda: openudid.reset_everywhere("ns\\x00evil"))
             show(lambda: openudid.OpenUDID("org.example.bad", selections=False, consent_required="yes"))
             show(lambda: openudid.forget_everything(dry_run=1))
+            show(lambda: openudid.OpenUDID("org.example.bad", selections=False, mirror="keyring"))
+            show(lambda: openudid.OpenUDID("org.example.bad", selections=False, policy=1))
+            show(lambda: openudid.remove_app(None))
             udid = openudid.OpenUDID("org.example.bad", selections=False, mirror="file")
             value = udid.value()
             show(lambda: udid.participate("not a function"))
             show(lambda: udid.participate_async(42))
+            show(lambda: udid.value(refresh="yes"))
+            show(lambda: udid.value(refresh=None))
             # Nothing changed: the handle participates, the files and the generation are there.
             udid.participate()
             print("participates", udid.value() == value)
@@ -102,18 +107,34 @@ import Testing
             print("kept", any("org.example.bad" in f for f in openudid.forget_everything(dry_run=True)["files"]))
             """, home: home)
         let lines = output.split(separator: "\n").map(String.init)
-        #expect(lines.count == 10, "\(lines)")
-        guard lines.count == 10 else { return }
+        #expect(lines.count == 15, "\(lines)")
+        guard lines.count == 15 else { return }
         #expect(lines[0].hasPrefix("ValueError | app 'com.victim\\x00.attacker.notes' contains a NUL character (at index 10)"))
         #expect(lines[1].hasPrefix("ValueError | app 'com.victim\\x00.attacker.notes' contains a NUL character"))
         #expect(lines[2].hasPrefix("ValueError | namespace 'ns\\x00evil' contains a NUL character"))
         #expect(lines[3] == "TypeError | consent_required must be True or False, not 'yes'")
         #expect(lines[4] == "TypeError | dry_run must be True or False, not 1")
-        #expect(lines[5].hasPrefix("TypeError | callback must be callable") && lines[5].contains("'not a function'"))
-        #expect(lines[6].hasPrefix("TypeError | callback must be callable") && lines[6].contains("42"))
-        #expect(lines[7] == "participates True")
-        #expect(lines[8] == "victim False False")
-        #expect(lines[9] == "kept True")
+        #expect(lines[5] == "ValueError | mirror must be one of 'automatic', 'secret-service', 'file', 'none', not 'keyring'")
+        #expect(lines[6] == "TypeError | policy must be a str, one of 'follow', 'keep'; not 1")
+        #expect(lines[7] == "TypeError | app must be a str such as 'org.example.app', not None")
+        #expect(lines[8].hasPrefix("TypeError | callback must be callable") && lines[8].contains("'not a function'"))
+        #expect(lines[9].hasPrefix("TypeError | callback must be callable") && lines[9].contains("42"))
+        #expect(lines[10] == "TypeError | refresh must be True or False, not 'yes'")
+        #expect(lines[11] == "TypeError | refresh must be True or False, not None")
+        #expect(lines[12] == "participates True")
+        #expect(lines[13] == "victim False False")
+        #expect(lines[14] == "kept True")
+    }
+
+    /// What help() says of the vendor is what the library does under a hosting prefix.
+    @Test func theDocstringsVendorRuleIsTheLibrarys() throws {
+        let output = try python(
+            """
+            import sys, openudid
+            udid = openudid.OpenUDID("io.github.alice.App", namespace=sys.argv[1], selections=False, mirror="none")
+            print(udid.report()["vendor"], "``io.github.alice`` for ``io.github.alice.App``" in openudid.OpenUDID.__doc__)
+            """, home: try PrivateHome())
+        #expect(output == "io.github.alice True\n")
     }
 
     @Test func errorCodesAreTheHeadersAndNamedAsInIt() throws {
@@ -124,10 +145,14 @@ import Testing
             try:
                 openudid.OpenUDID("org.example.bad", display=":4093")
             except openudid.Error as error:
-                print(error.code == openudid.EDISPLAY, error.name, error.message.startswith("openudid_open_with: cannot open X display"))
-            print(openudid.VERSION == openudid.library_version() == openudid.__version__)
+                print(error.code == openudid.EDISPLAY, error.name, str(error).startswith("cannot open X display \\":4093\\""))
+            print(openudid.VERSION == openudid.__version__, openudid.library_version())
             """, home: home)
-        #expect(output == "True OPENUDID_EDISPLAY True\nTrue\n")
+        // The library reports the version the header declares, which its docstring does not pin.
+        let header = try String(contentsOf: Installation.packageRoot.appendingPathComponent("include/openudid.h"), encoding: .utf8)
+        let declared = try #require(
+            header.split(separator: "\n").first { $0.hasPrefix("#define OPENUDID_VERSION \"") }?.split(separator: "\"").dropFirst().first)
+        #expect(output == "True OPENUDID_EDISPLAY True\nTrue \(declared)\n")
         // The binding's table is what generate_constants.py makes of the header now.
         let check = try runCommand(
             try Tools.find("python3"),

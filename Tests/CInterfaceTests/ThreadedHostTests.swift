@@ -70,9 +70,11 @@ import Testing
             #expect(status == 0 && host.standardError.isEmpty, "\(outcomes.last!)")
             #expect(host.takeRemainingOutput() == ["done"])
         }
+        // A frozen display shows as a round trip that never comes back (xprop runs into
+        // its 10 s time-out); how slow the slowest was on a loaded machine proves nothing.
         let slowest = probe.stop()
         #expect(slowest != nil, "another client's round trip did not come back within 10 s: \(outcomes)")
-        #expect((slowest ?? 99) < 5, "slowest round trip of another client: \(slowest ?? -1) s")
+        print("slowest round trip of another client: \(slowest ?? -1) s")
     }
 
     /// A server at its client limit refuses the host's connections; the host

@@ -77,6 +77,10 @@ private func error(_ words: [String]) -> String? {
         #expect(error(["get", "--app", "x", "--sc"]) == "tool get: unknown option '--sc' (did you mean '--scope'?)")
         #expect(error(["get", "--frobnicate"]) == "tool get: unknown option '--frobnicate'; see 'tool get --help'")
         #expect(error(["get", "-x"]) == "tool get: unknown option '-x'; see 'tool get --help'")
+        // One dash where two belong, or capitals where the option has none.
+        #expect(error(["get", "-app", "x"]) == "tool get: unknown option '-app' (did you mean '--app'?)")
+        #expect(error(["get", "-app=x"]) == "tool get: unknown option '-app=x' (did you mean '--app=x'?)")
+        #expect(error(["get", "--app", "x", "--JSON"]) == "tool get: unknown option '--JSON' (did you mean '--json'?)")
     }
 
     @Test func anOptionOfAnotherCommandSaysWhichCommandsTakeIt() {
@@ -86,6 +90,8 @@ private func error(_ words: [String]) -> String? {
 
     @Test func unknownCommandsAreNamed() {
         #expect(error(["gte"]) == "tool: unknown command 'gte' (did you mean 'get'?)")
+        #expect(error(["GET"]) == "tool: unknown command 'GET' (did you mean 'get'?)")
+        #expect(error(["List"]) == "tool: unknown command 'List' (did you mean 'list'?)")
         #expect(error(["frobnicate"]) == "tool: unknown command 'frobnicate'; see 'tool --help'")
         #expect(error([]) == "tool: needs a command: get, remove or list; see 'tool --help'")
         #expect(error(["--json"]) == "tool: needs a command: get, remove or list; see 'tool --help'")
@@ -229,6 +235,7 @@ private func error(_ words: [String]) -> String? {
     @Test func optionsBeforeTheCommandAreSaidToGoAfterIt() {
         #expect(error(["--app", "x", "get"]) == "tool: '--app' goes after the command (did you mean 'tool get --app x'?)")
         #expect(error(["--json", "list", "--json"]) == "tool: '--json' goes after the command (did you mean 'tool list --json --json'?)")
+        #expect(error(["-app", "x", "get"]) == "tool: '-app' goes after the command (did you mean 'tool get --app x'?)")
         // No command among the words: the program needs one.
         #expect(error(["--app", "x"]) == "tool: needs a command: get, remove or list; see 'tool --help'")
     }

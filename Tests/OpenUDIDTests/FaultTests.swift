@@ -28,7 +28,10 @@ import Testing
         }
         // Without a server the identifier still comes from the participants' files.
         #expect(try session.get("org.fresh.app", ["--no-display"] + none) == shared)
-        let report = try session.report("org.other.app", none)
+        // With the server in DISPLAY gone, the answer comes without the selections, and says so.
+        let result = try session.run(["get", "--app", "org.other.app", "--json"] + none)
+        #expect(result.status == 5, "\(result.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
         #expect(report["id"] as? String == shared)
         #expect(report.source("selections")?.state == "unavailable")
 
@@ -332,13 +335,15 @@ extension ConcurrencyFaultTests {
         defer { squatter.release() }
         let started = Date()
         let report = try session.report("com.acme.notes", ["--mirror", "none"])
-        let seconds = Date().timeIntervalSince(started)
         #expect((report["id"] as? String)?.count == 40)
-        #expect(seconds >= 1.9 && seconds < 6, "took \(seconds) s")
-        // Going on without the lock is said, not silent.
-        #expect(
-            report.rejections.contains { $0.place == paths.generationLock && $0.reason.contains("held the lock") },
-            "\(report.rejections)")
+        // It waited for the lock (a lower bound the clock cannot race) and went on at the
+        // bound the report names: going on without the lock is said, not silent. A wait
+        // without end would leave the process running past the harness's time-out.
+        #expect(Date().timeIntervalSince(started) >= 1.9)
+        let said = "another app held the lock \(paths.generationLock) for "
+        let reason = try #require(report.rejections.first { $0.place == paths.generationLock }?.reason, "\(report.rejections)")
+        let waited = reason.hasPrefix(said) ? Double(reason.dropFirst(said.count).prefix { $0 != " " }) : nil
+        #expect(waited.map { $0 > 0 && $0 <= 2 } == true, "it waits no longer than the generation wait: \(reason)")
     }
 
     @Test(arguments: ["directory", "fifo"])
@@ -397,7 +402,6 @@ extension ConcurrencyFaultTests {
         case .killedMidCall:
             bus.suspendKeyring()
             let connections = try bus.connectionCount()
-            let started = Date()
             let running = try ChildProcess(
                 Tools.product("openudid"),
                 ["get", "--app", "com.acme.photos", "--json"] + secretService + session.commonArguments,
@@ -407,9 +411,10 @@ extension ConcurrencyFaultTests {
             try bus.killKeyring()
             var lines: [String] = []
             while let line = running.nextLine(timeout: 10) { lines.append(line) }
-            #expect(running.wait(timeout: 10) == 0, "\(running.standardError)")
-            #expect(Date().timeIntervalSince(started) < 5)
+            #expect(running.wait(timeout: 30) == 0, "\(running.standardError)")
             report = try #require(try JSONSerialization.jsonObject(with: Data(lines.joined(separator: "\n").utf8)) as? [String: Any])
+            // The call ended with the daemon, not at its deadline, which the report would name.
+            #expect(report.source("mirror")?.detail.contains("did not answer") == false, "\(String(describing: report.source("mirror")))")
         }
 
         #expect(report.source("mirror")?.state == "unavailable", "\(String(describing: report.source("mirror")))")

@@ -25,8 +25,10 @@ struct FloodTests {
     /// builds when it falls behind (over a gigabyte after four seconds, before
     /// the owner read its events a buffer at a time).
     static let readsFrom = 5.0
-    /// A generous bound on one read of the slot during the flood.
-    static let answerBound = 10.0
+    /// How long one read may wait: a guard against a hang, not a measure. That
+    /// reads are answered during the flood, not after it, shows in how many were
+    /// asked late into it: a read that waited for the flood's end would be the last.
+    static let answerBound = 60.0
 
     @Test(.disabled(if: underSanitizer, "a sanitizer's shadow memory swamps the memory bound"))
     func anUnreadFloodLeavesTheServingAppSmallAndItsSlotAnswerable() throws {

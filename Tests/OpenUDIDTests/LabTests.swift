@@ -57,15 +57,18 @@ struct LabResult: Decodable, Sendable {
 enum QuickLab {
     struct Run: Sendable {
         let result: LabResult
-        let table: String
-        let picture: String
-        let savedJSON: Data
-        /// The transitions the population took from this run (`transitions.json`).
-        let transitions: Data
         /// What the run printed on standard output.
         let summary: String
         /// Where it wrote its files.
         let directory: String
+        /// Every file it wrote, by name.
+        let files: [String: Data]
+
+        var table: String { String(decoding: files["lab.md"] ?? Data(), as: UTF8.self) }
+        var picture: String { String(decoding: files["lab.svg"] ?? Data(), as: UTF8.self) }
+        var savedJSON: Data { files["lab.json"] ?? Data() }
+        /// The transitions the population took from this run (`transitions.json`).
+        var transitions: Data { files["transitions.json"] ?? Data() }
     }
 
     static let run: Result<Run, HarnessError> = {
@@ -78,14 +81,14 @@ enum QuickLab {
             guard lab.status == 0 else {
                 return .failure(HarnessError("openudid-lab failed (status \(lab.status)): \(lab.standardError)"))
             }
-            let saved = try Data(contentsOf: output.appendingPathComponent("lab.json"))
+            var files: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: output.path) {
+                files[name] = try Data(contentsOf: output.appendingPathComponent(name))
+            }
             return .success(
                 Run(
-                    result: try JSONDecoder().decode(LabResult.self, from: saved),
-                    table: try String(contentsOf: output.appendingPathComponent("lab.md"), encoding: .utf8),
-                    picture: try String(contentsOf: output.appendingPathComponent("lab.svg"), encoding: .utf8),
-                    savedJSON: saved, transitions: try Data(contentsOf: output.appendingPathComponent("transitions.json")),
-                    summary: lab.standardOutput, directory: output.path))
+                    result: try JSONDecoder().decode(LabResult.self, from: files["lab.json"] ?? Data()),
+                    summary: lab.standardOutput, directory: output.path, files: files))
         } catch let error as HarnessError {
             return .failure(error)
         } catch {
@@ -197,8 +200,9 @@ enum QuickLab {
         #expect(run.table.contains("| hardware id <sub>UDID-style, the banned one</sub> | **new** | same | same | same |"))
         #expect(run.table.contains("| MAC, randomised <sub>iOS 7 on: no longer the device's</sub> | **new** | same | same | **new** |"))
         #expect(run.table.contains("| per-vendor id <sub>IDFV-style, held by the system</sub> | **new** | same | **new** | same |"))
-        #expect(run.table.contains("The run took "))
+        #expect(!run.table.contains("took"), "the table goes into tracked files: no duration")
         #expect((run.result.seconds ?? 0) > 0)
+        #expect(run.summary.contains(" openudid processes in "), "the terminal says how long it took: \(run.summary)")
         #expect(run.picture.contains("unavailable"))
         #expect(run.picture.hasPrefix("<svg"))
         #expect(run.picture.contains("all removed: notes gets a new id"))
@@ -223,6 +227,26 @@ enum QuickLab {
         #expect(fileSlot.contains("Every app removed"))
         let mirror = try #require(entry("+ vendor mirror"), "\(run.summary)")
         #expect(!mirror.contains("Every app removed"))
+        // A new identifier after the user reset it is what the user asked for.
+        #expect(!mirror.contains("The user resets"), "\(mirror)")
+    }
+
+    /// scripts/lab writes into docs/lab and the README, which a checkout tracks:
+    /// every file it writes there but lab.json (which git ignores) carries nothing
+    /// of one run, no duration, no date, no path, so a run changes those files only
+    /// when an outcome changes, and `git status` stays clean.
+    @Test func theTrackedFilesCarryNothingOfTheRun() throws {
+        let run = try QuickLab.run.get()
+        #expect(Set(run.files.keys) == ["lab.md", "lab.svg", "lab.json"])
+        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+        for (name, data) in run.files where name != "lab.json" {
+            let text = String(decoding: data, as: UTF8.self)
+            #expect(text.range(of: #"[0-9] s\b"#, options: .regularExpression) == nil, "\(name) names a duration")
+            #expect(!text.contains("\(year)-") && !text.contains("\(year - 1)-"), "\(name) names a date")
+            #expect(!text.contains(run.directory), "\(name) names where it was written")
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        #expect(try String(contentsOf: root.appendingPathComponent(".gitignore"), encoding: .utf8).contains("/docs/lab/lab.json\n"))
     }
 
     @Test func theFourEventsAreExactlyTheClassicOnes() throws {

@@ -83,7 +83,9 @@ enum SharedDisplay {
 
     @Test func anUnreachableDisplayIsReportedAndFilesStillWork() throws {
         let session = try TestSession(display: ":4998")
-        let report = try session.report("com.acme.notes", ["--mirror", "none"])
+        let result = try session.run(["get", "--app", "com.acme.notes", "--mirror", "none", "--json"])
+        #expect(result.status == 5, "the answer lacks the selections: \(result.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
         let sources = report["sources"] as? [[String: Any]] ?? []
         let selections = try #require(sources.first { $0["name"] as? String == "selections" })
         #expect(selections["state"] as? String == "unavailable")

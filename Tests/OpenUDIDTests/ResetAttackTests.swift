@@ -81,6 +81,8 @@ import Testing
         // later app of the vendor on fresh files takes the user's new identifier.
         client.signal(SIGKILL)
         for app in apps {
+            // An app writes its files after it serves the new identifier: wait for them.
+            #expect(eventually { VoteAttackTests.fileSlot(session, app).contains(new) }, "\(app)")
             let slot = VoteAttackTests.fileSlot(session, app)
             #expect(slot.contains(new) && !slot.contains(served), "\(app): \(slot)")
         }

@@ -55,10 +55,35 @@ import Testing
         #expect(notes(try session.report("com.acme.notes", ["--mirror", "none"])).keys.sorted() == ["no-display"])
     }
 
-    @Test func anUnreachableXServerIsSaid() throws {
-        // A display number nobody serves: the tool works from its files and says why.
-        let session = try TestSession(display: nil, extraEnvironment: ["DISPLAY": ":4321"])
-        #expect(notes(try session.report("com.acme.notes", ["--mirror", "none"])).keys.sorted() == ["x-unreachable"])
+    /// A display number nobody serves, and a name that is no display: every command
+    /// that wanted the display says so on standard error, with the reason and the
+    /// remedy, and `get` and `slots`, whose answers lack the selections, exit with 5.
+    @Test(arguments: [(":4321", "no server is listening there"), ("garbage", "that is not a display name")])
+    func anUnreachableXServerIsSaidByEveryCommandThatWantedIt(display: String, reason: String) throws {
+        let session = try TestSession(display: nil, extraEnvironment: ["DISPLAY": display])
+        let said = "no selections: cannot open X display \"\(display)\": \(reason)"
+        let get = try session.run(["get", "--app", "com.acme.notes", "--mirror", "none", "--json"])
+        #expect(get.status == 5, "\(get.standardError)")
+        #expect(get.standardError.hasPrefix("openudid get: \(said)"), "\(get.standardError)")
+        #expect(get.standardError.contains("--no-display leaves the display unused"), "\(get.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(get.standardOutput.utf8)) as? [String: Any])
+        #expect(notes(report).keys.sorted() == ["x-unreachable"])
+        #expect((report["id"] as? String)?.count == 40, "the identifier is printed all the same")
+
+        let slots = try session.run(["slots"])
+        #expect(slots.status == 5, "\(slots.standardError)")
+        #expect(slots.standardError.hasPrefix("openudid slots: \(said)"), "\(slots.standardError)")
+        #expect(slots.standardOutput.contains("com.acme.notes"), "the file slots are listed: \(slots.standardOutput)")
+
+        let serve = try session.serve("com.acme.notes", ["--mirror", "none"])
+        #expect(serve.current == report["id"] as? String)
+        #expect(eventually(timeout: 10) { serve.child.standardError.contains("openudid serve: \(said)") }, "\(serve.child.standardError)")
+        serve.stop()
+        #expect(serve.child.exitStatus == 0)
+
+        // Leaving the display unused is no news.
+        let quiet = try session.run(["get", "--app", "com.acme.notes", "--mirror", "none", "--no-display"])
+        #expect(quiet.status == 0 && quiet.standardError.isEmpty, "\(quiet.standardError)")
     }
 
     @Test func flatpakDetectionReadsTheInfoFileToo() throws {

@@ -7,7 +7,9 @@ import Foundation
 public final class FakeSecretService: Sendable {
     /// How the service misbehaves.
     public enum Behaviour: String, Sendable {
-        /// Every method answers a string where an object path or a list is due, every property is a string.
+        /// Every method answers a string where an object path or a list is due. (Its
+        /// one property, `Collections`, is a list of none, as its type says: GIO
+        /// would print a warning for a wrong type before libsecret saw it.)
         case garbage
         /// It quits in the middle of its first call, without answering.
         case vanishOnCall = "vanish-on-call"
@@ -50,6 +52,14 @@ public final class FakeSecretService: Sendable {
         return String(line.dropFirst(5))
     }
 
+    /// The calls the service has taken since the last look, as `Method` or
+    /// `Get Property`, in order: what a client cost it, whatever the clock says.
+    public func calls() -> [String] {
+        var calls: [String] = []
+        while let line = service.nextLine(timeout: 0) { calls.append(String(line.dropFirst("call ".count))) }
+        return calls
+    }
+
     /// The environment of a process on this bus, plus `extra`.
     public func environment(extra: [String: String] = [:]) -> [String: String] { bus.environment(extra: extra) }
 
@@ -64,7 +74,7 @@ public final class FakeSecretService: Sendable {
          <method name="ReadAlias"><arg type="s" direction="in"/><arg type="s" direction="out"/></method>
          <method name="SearchItems"><arg type="a{ss}" direction="in"/><arg type="s" direction="out"/></method>
          <method name="Unlock"><arg type="ao" direction="in"/><arg type="s" direction="out"/></method>
-         <property name="Collections" type="s" access="read"/>
+         <property name="Collections" type="ao" access="read"/>
         </interface></node>'''
         interface = Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0]
         pending = []
@@ -74,7 +84,8 @@ public final class FakeSecretService: Sendable {
             if behaviour == 'silent': pending.append(invocation); return
             invocation.return_value(GLib.Variant('(s)', ('garbage \\u00e9 \\x01',)))
         def get_property(connection, sender, path, name, property):
-            return GLib.Variant('s', 'garbage')
+            print('call Get', property, flush=True)
+            return GLib.Variant('ao', [])
         def acquired(connection, name):
             # Silent: without a property getter, GDBus hands property reads to
             # `call` too, which keeps every call pending and answers none.

@@ -123,6 +123,22 @@ public final class PrivateKeePassXC: Sendable {
         }
     }
 
+    /// The titles of the dialogs KeePassXC shows on its X server ("Unlock Database",
+    /// "KeePassXC - Access Request", any other prompt), once its windows have settled:
+    /// read until two reads a quarter of a second apart list the same windows. Its
+    /// main window and Qt's helper windows come and go as it starts, saves or locks,
+    /// which is why a test compares dialogs, not every window.
+    public func dialogTitles(timeout: TimeInterval = 10) throws -> [String] {
+        var last = try windowTitles().sorted()
+        _ = try waitUntil(timeout: timeout, interval: 0.25) {
+            let now = try windowTitles().sorted()
+            defer { last = now }
+            return now == last
+        }
+        let dialogWords = ["Unlock Database", "Access Request", "Confirm", "Prompt", "Password"]
+        return last.filter { title in dialogWords.contains { title.localizedCaseInsensitiveContains($0) } }
+    }
+
     /// One entry of the database, wherever it is (the Recycle Bin included).
     public struct Entry: Sendable, CustomStringConvertible {
         /// The groups from the root down, such as `["Passwords", "Recycle Bin"]`.
@@ -152,11 +168,11 @@ public final class PrivateKeePassXC: Sendable {
 
     /// The database's entries once they satisfy `condition`, read again and again
     /// until they do: KeePassXC saves a change made over the Secret Service about a
-    /// second later, not at once.
+    /// second later, not at once (many seconds on a busy machine).
     ///
     /// - Returns: The entries of the first read that satisfies `condition`, or of the
     ///   last read when none did within `timeout` (the test's expectations then fail).
-    public func entries(timeout: TimeInterval = 20, until condition: ([Entry]) -> Bool) throws -> [Entry] {
+    public func entries(timeout: TimeInterval = 60, until condition: ([Entry]) -> Bool) throws -> [Entry] {
         var latest: [Entry] = []
         _ = try waitUntil(timeout: timeout, interval: 0.1) {
             latest = try entries()
@@ -285,15 +301,24 @@ public final class PrivateKWallet: Sendable {
         daemon = LockedPID()
         let first = try Self.pamStart(bus: bus, timeout: timeout)
         let wallet = home.home.data + "/kwalletd/kdewallet.kwl"
-        guard waitUntil(timeout: timeout, { FileManager.default.fileExists(atPath: wallet) }) else {
+        // Created and open, not merely begun: a wallet file stopped while it is being
+        // written (a busy machine makes that likely) never opens with the key again.
+        guard
+            waitUntil(timeout: timeout, { FileManager.default.fileExists(atPath: wallet) && (try? self.isWalletOpen()) == true })
+        else {
             kill(first, SIGKILL)
-            throw HarnessError("kwalletd5 created no wallet within \(Int(timeout)) s")
+            throw HarnessError("kwalletd5 created and opened no wallet within \(Int(timeout)) s")
         }
         kill(first, SIGTERM)
         try bus.waitForSecretService(owned: false, timeout: timeout)
         daemon.set(try Self.pamStart(bus: bus, timeout: timeout))
         guard waitUntil(timeout: timeout, { (try? self.defaultCollection()) != nil }) else {
             throw HarnessError("kwalletd5 offered no default collection within \(Int(timeout)) s")
+        }
+        // The login's key opens the wallet a moment after the service is up (seconds on a
+        // busy machine); before that, unlocking the collection would need the user.
+        guard waitUntil(timeout: timeout, { (try? self.isWalletOpen()) == true }) else {
+            throw HarnessError("kwalletd5 did not open the wallet with the login's key within \(Int(timeout)) s")
         }
     }
 

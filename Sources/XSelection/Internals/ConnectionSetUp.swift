@@ -33,7 +33,7 @@ enum ConnectionSetUp {
         var hostPointer: UnsafeMutablePointer<CChar>?
         var number: Int32 = 0
         var screen: Int32 = 0
-        guard xcb_parse_display(display, &hostPointer, &number, &screen) != 0 else { throw .cannotOpen(display) }
+        guard xcb_parse_display(display, &hostPointer, &number, &screen) != 0 else { throw .notADisplayName(display) }
         let host = hostPointer.map { String(cString: $0) } ?? ""
         free(hostPointer)
 

@@ -1,3 +1,4 @@
+import DesktopSandbox
 import Foundation
 import Synchronization
 
@@ -10,6 +11,8 @@ final class ToolMechanism: Mechanism {
     private let tool: String
     private let options: [String]
     private let serves = Mutex<[LabApp: ChildProcess]>([:])
+    /// When the user last reset the identifier, until the running apps have all printed since.
+    private let resetAt = Mutex<Date?>(nil)
 
     /// How long the serve processes must stay quiet before a step counts as settled.
     /// A participant answers a neighbour's change within its 20 ms debounce and one
@@ -67,10 +70,16 @@ final class ToolMechanism: Mechanism {
 
     /// `openudid reset` in this column's namespace; the running apps hear it.
     func resetByUser(at site: Site) throws(LabError) {
+        resetAt.withLock { $0 = Date() }
         try run(["reset"], at: site, options: ["--namespace", namespace])
     }
 
     func settle() {
+        // After a reset every running app prints its new identifier; on a busy machine
+        // that can take longer than the quiet below, so wait for each to speak first.
+        if let reset = resetAt.withLock({ $0.take() }) {
+            _ = waitUntil(timeout: 15) { serves.withLock { $0.values.allSatisfy { $0.latest.at > reset } } }
+        }
         let began = Date()
         while Date().timeIntervalSince(began) < 5 {
             let lastWord = serves.withLock { $0.values.map(\.latest.at).max() } ?? .distantPast

@@ -7,6 +7,12 @@ enum Output {
     static let end = "<!-- lab:end -->"
 
     /// Writes `lab.md`, `lab.json` and `lab.svg` into `directory`, creating it.
+    ///
+    /// A checkout tracks `docs/lab` and the README's table, so everything written
+    /// here but `lab.json` (which git ignores) carries nothing of one run: no
+    /// duration, no date, no path. Two runs with the same outcome write the same
+    /// bytes, and `git status` stays clean; the run's own figures go to the
+    /// terminal and `lab.json`.
     static func write(_ report: LabReport, to directory: String) throws(LabError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

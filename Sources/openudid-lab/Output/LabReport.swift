@@ -10,7 +10,8 @@ struct LabReport: Sendable {
     let quick: Bool
     /// How many `openudid` processes the columns ran.
     var processCount = 0
-    /// How long the run took, in seconds, once it is known.
+    /// How long the run took, in seconds, once it is known: for the terminal and
+    /// `lab.json` only, never for a tracked file (`Output.write`).
     var seconds: Double?
 
     /// The columns, in table order.

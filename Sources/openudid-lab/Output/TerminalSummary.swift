@@ -17,7 +17,7 @@ enum TerminalSummary {
             "\(report.scenarios.count) scenarios, \(steps) steps, \(report.mechanisms.count) columns, "
                 + "\(report.processCount) openudid processes\(took)" + (report.quick ? " (--quick: some scenarios)" : ""),
             "What broke: the scenarios in which, after the first step, an app saw another identifier",
-            "than it or any app had before, or the apps saw different ones:"
+            "than it or any app had before (other than one the user asked for), or the apps saw different ones:"
         ]
         for kind in sharedColumns {
             // The life scenarios measure every event for the population: each breaks something by design.
@@ -48,10 +48,12 @@ enum TerminalSummary {
     }
 
     /// Whether `scenario` lost or split the identifier of `kind` after its first step.
+    /// A new identifier after the user reset OpenUDID's is what the user asked for.
     static func breaks(_ scenario: ScenarioResult, in kind: MechanismKind) -> Bool {
         scenario.steps.dropFirst().contains { step in
             let cells = step.cells[kind] ?? []
-            return cells.contains { $0.outcome == .new } || (Summary(cells)?.distinct ?? 1) > 1
+            let asked = step.step.actions.contains { $0.resetsOpenUDID }
+            return (!asked && cells.contains { $0.outcome == .new }) || (Summary(cells)?.distinct ?? 1) > 1
         }
     }
 

@@ -70,6 +70,11 @@ enum Action: Sendable {
         }
     }
 
+    /// Whether the user asks for a new OpenUDID identifier with it (`openudid reset`).
+    var resetsOpenUDID: Bool {
+        if case .resetOpenUDID = self { true } else { false }
+    }
+
     /// A few words for reports, such as `start notes, photos`.
     var description: String {
         func names(_ apps: [LabApp]) -> String { apps.map(\.name).joined(separator: ", ") }

@@ -9,7 +9,7 @@ ctypes, with nothing beyond the standard library::
     udid.value()        # 40 hex digits, shared by every participating app
     udid.app_value()    # a UUID for this app alone
     udid.report()       # the identifier with its provenance, a dict
-    udid.participate(lambda id: print("now", id))
+    udid.participate(lambda id: print("now", id))   # on a library thread
 
 Everything the C interface does is here: values and reports, participation
 (waiting for the first resolution or not), opting out per app and for the
@@ -20,11 +20,12 @@ libopenudid.so.1 on the loader's path (scripts/install puts it there), and
 in the libdir pkg-config gives for openudid.
 
 Every failure of the library raises `openudid.Error`, which carries the
-library's code (`OPENUDID_E...`, negative; `openudid.EAPP`...) and its
-message. A wrong Python argument is refused before the library is called,
-so it changes nothing: `TypeError` for a wrong type (a callback that is not
-callable, an app id that is not a str), `ValueError` for a wrong value (a
-string with a NUL character in it, which C would cut short).
+library's code (negative: `openudid.EAPP`...) and its message. A wrong Python
+argument is refused before the library is called, so it changes nothing:
+`TypeError` for a wrong type (a callback that is not callable, an app id that
+is not a str, a flag that is not True or False), `ValueError` for a wrong
+value (a mirror or policy the library does not know, a string with a NUL
+character in it, which C would cut short).
 
 The constants (error codes, sizes, enum values) come from include/openudid.h
 through `_constants.py`, which generate_constants.py writes from the header.
@@ -35,6 +36,7 @@ import ctypes.util
 import itertools
 import json
 import os
+import re
 import subprocess
 import threading
 
@@ -79,7 +81,8 @@ class Error(Exception):
     """A call into libopenudid failed.
 
     `code` is the library's error code (negative, one of the E... constants
-    of this module); `message` says what went wrong and what to do.
+    of this module); `message`, which is also what `str()` gives, says what
+    went wrong and what to do.
     """
 
     def __init__(self, code, message):
@@ -95,7 +98,7 @@ class Error(Exception):
         return ERROR_NAMES.get(self.code, f"unknown error {self.code}")
 
     def __str__(self):
-        return f"{self.message} ({_library().openudid_strerror(self.code).decode()})"
+        return self.message
 
 
 _loaded = None
@@ -185,9 +188,15 @@ def _library():
         return _loaded
 
 
+# The C function a message of the library begins with ("openudid_open_with: "):
+# a Python caller called no such thing.
+_C_FUNCTION = re.compile(r"^openudid_[a-z_]+: ")
+
+
 def _check(code):
     if code < OK:
-        raise Error(code, _library().openudid_last_error().decode("utf-8", "replace"))
+        message = _library().openudid_last_error().decode("utf-8", "replace")
+        raise Error(code, _C_FUNCTION.sub("", message))
     return code
 
 
@@ -210,6 +219,15 @@ def _flag(value, name):
     return 1 if value else 0
 
 
+def _choice(value, name, choices):
+    """The library's number for `value`, one of the names in `choices`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {', '.join(map(repr, choices))}; not {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+    return choices[value]
+
+
 def _taken(pointer):
     """The text of a string the library returned for the caller to free, freed."""
     try:
@@ -223,7 +241,9 @@ class OpenUDID:
 
     :param app: a reverse-DNS application id such as ``org.example.app``.
     :param vendor: the vendor whose mirror the app shares; by default the
-        id's first two parts.
+        id's first two parts, or three under a hosting prefix such as
+        ``io.github.`` (``io.github.alice`` for ``io.github.alice.App``;
+        docs/PROTOCOL.md, section 1, lists the prefixes).
     :param display: the X display (default: ``$DISPLAY``).
     :param selections: whether to use the X display at all.
     :param namespace: a namespace of the app's own, for tests and experiments.
@@ -231,8 +251,12 @@ class OpenUDID:
     :param policy: ``"follow"`` the consensus (default) or ``"keep"`` the app's own value.
     :param consent_required: take part only once the user consented
         (`grant_consent()`); until then the value is 40 zeros.
-    :raises Error: for an invalid app id, vendor, namespace or option
-        (EDISPLAY for a `display` that does not open).
+    :raises TypeError: for an argument of the wrong type (an app id that is
+        not a str, a flag that is not True or False).
+    :raises ValueError: for a string with a NUL character, or a `mirror` or
+        `policy` not among those above.
+    :raises Error: for an invalid app id, vendor or namespace (EAPP,
+        ENAMESPACE), or EDISPLAY for a `display` that does not open.
 
     Usable as a context manager; `close()` ends the participation.
     """
@@ -241,16 +265,11 @@ class OpenUDID:
                  policy="follow", consent_required=False):
         self._handle = None
         # Every argument is checked before the library is called.
-        arguments = (_text(app, "app"), _text(vendor, "vendor"), _text(display, "display"),
-                     _text(namespace, "namespace"), _flag(selections, "selections"),
-                     _flag(consent_required, "consent_required"))
-        if app is None:
-            raise TypeError("app must be a str such as 'org.example.app', not None")
-        if mirror not in _MIRRORS:
-            raise Error(EINVAL, f"mirror must be one of {', '.join(_MIRRORS)}, not {mirror!r}")
-        if policy not in _POLICIES:
-            raise Error(EINVAL, f"policy must be one of {', '.join(_POLICIES)}, not {policy!r}")
-        app_bytes, vendor_bytes, display_bytes, namespace_bytes, selections_flag, consent_flag = arguments
+        app_bytes = _app(app)
+        vendor_bytes, display_bytes, namespace_bytes = (
+            _text(vendor, "vendor"), _text(display, "display"), _text(namespace, "namespace"))
+        selections_flag, consent_flag = _flag(selections, "selections"), _flag(consent_required, "consent_required")
+        mirror_number, policy_number = _choice(mirror, "mirror", _MIRRORS), _choice(policy, "policy", _POLICIES)
         library = _library()
         options = ctypes.c_void_p()
         _check(library.openudid_options_new(ctypes.byref(options)))
@@ -258,8 +277,8 @@ class OpenUDID:
             _check(library.openudid_options_set_display(options, display_bytes))
             _check(library.openudid_options_set_selections(options, selections_flag))
             _check(library.openudid_options_set_namespace(options, namespace_bytes))
-            _check(library.openudid_options_set_mirror(options, _MIRRORS[mirror]))
-            _check(library.openudid_options_set_policy(options, _POLICIES[policy]))
+            _check(library.openudid_options_set_mirror(options, mirror_number))
+            _check(library.openudid_options_set_policy(options, policy_number))
             _check(library.openudid_options_set_consent_required(options, consent_flag))
             handle = ctypes.c_void_p()
             _check(library.openudid_open_with(app_bytes, vendor_bytes, options, ctypes.byref(handle)))
@@ -270,14 +289,17 @@ class OpenUDID:
 
     def _open_handle(self):
         if self._handle is None:
-            raise Error(EINVAL, f"the handle for {self.app} is closed")
+            raise Error(EINVAL, f"the OpenUDID of {self.app} is closed; make a new one")
         return self._handle
 
     def value(self, refresh=False):
         """The identifier every participating app shares: 40 lowercase hex
         digits, 40 zeros when opted out. Resolved on first use, then cached
-        (kept up to date while participating); `refresh` resolves again."""
-        if refresh:
+        (kept up to date while participating); `refresh` resolves again.
+
+        :raises TypeError: when `refresh` is not True or False.
+        """
+        if _flag(refresh, "refresh"):
             _check(_library().openudid_refresh(self._open_handle()))
         buffer = ctypes.create_string_buffer(VALUE_SIZE)
         _check(_library().openudid_value_n(self._open_handle(), buffer, len(buffer)))
@@ -338,10 +360,13 @@ class OpenUDID:
             _callbacks[context] = function
         try:
             _check(start(handle, function, context, _release))
-        except Error:
+        except Error as error:
             # On failure the library keeps nothing and calls no destroy function.
             with _callbacks_lock:
                 _callbacks.pop(context, None)
+            if error.code == EBUSY:
+                raise Error(EBUSY, f"{self.app} already participates through this OpenUDID; one participation "
+                                   "each (close() ends it)") from None
             raise
 
     def opt_out(self):
@@ -385,10 +410,17 @@ class OpenUDID:
             self.close()
 
 
+def _app(app):
+    """`app` as C takes it; an app id is required."""
+    if app is None:
+        raise TypeError("app must be a str such as 'org.example.app', not None")
+    return _text(app, "app")
+
+
 def remove_app(app, namespace=None):
     """Deletes what uninstalling `app` with its data would: its file slot and
     its local cache (not its vendor's mirror)."""
-    _check(_library().openudid_remove_app_in(_text(app, "app"), _text(namespace, "namespace")))
+    _check(_library().openudid_remove_app_in(_app(app), _text(namespace, "namespace")))
 
 
 def opt_out_everywhere():
@@ -437,6 +469,7 @@ def forget_everything(dry_run=False):
 
 
 def library_version():
-    """The loaded library's version, such as "0.2.0" (`VERSION` is the
-    version of the header this package was made from)."""
+    """The loaded library's version, such as "1.2.3" (`VERSION` is the
+    version of the header this package was made from; the two are the same
+    when the package and the library come from one release)."""
     return _library().openudid_version().decode()
