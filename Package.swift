@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "OpenUDIDKit", dependencies: ["XSelection", "InputGate", "CLibSecret"]),
 
         // The one argument parser of every program here: options as data, generated help.
-        .target(name: "CommandLineKit"),
+        .target(name: "CommandLineKit", dependencies: ["COpenUDID"]),
         // The C interface: the hand-written include/openudid.h as a module, and
         // the Swift that implements it (`@c @implementation`, checked against
         // the header). The library carries the Swift runtime inside (static
@@ -70,7 +70,7 @@ let package = Package(
         .systemLibrary(name: "COpenUDID"),
         .target(
             name: "libopenudid",
-            dependencies: ["OpenUDIDKit", "XSelection", "COpenUDID", "CommandLineKit"],
+            dependencies: ["OpenUDIDKit", "XSelection", "COpenUDID"],
             exclude: ["exports.map", "link"],
             linkerSettings: [.unsafeFlags(libopenudidLinkerFlags)]
         ),

@@ -1,5 +1,8 @@
+import COpenUDID
+
 /// The version of the OpenUDID package: every program prints it for `--version`.
-package let packageVersion = "0.4.0"
+/// It is written once, in the C header (`OPENUDID_VERSION`), which C hosts compile against.
+package let packageVersion = OPENUDID_VERSION
 
 /// A program or one of its subcommands, described as data: what it takes and what help says about it.
 ///

@@ -2,7 +2,6 @@
 // swift-format-ignore-file: AlwaysUseLowerCamelCase
 
 import COpenUDID
-import CommandLineKit
 import Glibc
 import OpenUDIDKit
 
@@ -110,7 +109,7 @@ public func openudid_version() -> UnsafePointer<CChar>! {
 
 /// The package's version as a C string that lives as long as the process.
 /// Written once, at first use, and never again; only read after that.
-nonisolated(unsafe) private let versionString: UnsafePointer<CChar> = UnsafePointer(strdup(packageVersion)!)
+nonisolated(unsafe) private let versionString: UnsafePointer<CChar> = UnsafePointer(strdup(OPENUDID_VERSION)!)
 
 /// `openudid_free`: frees a string the library returned.
 @c @implementation

@@ -2,9 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The version lives in one place (Sources/CommandLineKit/Command.swift); the
-/// header's macros and the Python package say it again, for their own users,
-/// and must agree with it. (Programs/header.c checks that the loaded
+/// The version lives in one place, include/openudid.h's `OPENUDID_VERSION`,
+/// which the programs print; the header's number macros and the Python
+/// package say it again, for their own users, and must agree with it. (Programs/header.c checks that the loaded
 /// library's `openudid_version()` agrees with the macros.)
 @Suite struct VersionTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
