@@ -108,34 +108,34 @@ extension OpenUDID {
 /// answering for the app's slot meanwhile. Every mutable property is touched
 /// only on `loop`, which is what makes the class safe to share.
 final class ParticipationCore: @unchecked Sendable {
-    private let udid: OpenUDID
+    let udid: OpenUDID
     private let continuation: AsyncStream<Participation.Change>.Continuation
     private let onChange: (@Sendable (Participation.Change) -> Void)?
-    private let loop = EventLoop(name: "openudid")
+    let loop = EventLoop(name: "openudid")
     /// The latest report, for `latest()` once the loop has stopped.
     private let lastReport = Mutex<Report?>(nil)
     /// Serves this app's slot and, on the same connection, watches every slot.
     /// Kept behind a lock only so that `stop()` can close it from the caller's
     /// thread; the loop alone opens and replaces it.
-    private var owner: SelectionOwner? {
+    var owner: SelectionOwner? {
         get { ownerBox.withLock { $0 } }
         set { ownerBox.withLock { $0 = newValue } }
     }
     private let ownerBox = Mutex<SelectionOwner?>(nil)
     /// Counts the owners opened, so that a late event of one closed since is ignored.
-    private var connection = 0
-    private var slot: Int?
-    private var published: SlotRecord?
+    var connection = 0
+    var slot: Int?
+    var published: SlotRecord?
     private var report: Report?
     /// When a resolution asked for by a change is due: once no change has
     /// come since `quiet`, or at `latest` whatever comes; nil when none is asked for.
     private var debounceDue: (quiet: ContinuousClock.Instant, latest: ContinuousClock.Instant)?
     /// Set once by `stop()`, from any thread; read everywhere before acting.
     private let closing = Atomic<Bool>(false)
-    private var stopped: Bool { closing.load(ordering: .acquiring) }
-    private var reconnecting = false
+    var stopped: Bool { closing.load(ordering: .acquiring) }
+    var reconnecting = false
     /// Why the owner could not connect the last time it tried, for the report.
-    private var lastConnectionProblem: String?
+    var lastConnectionProblem: String?
     /// Tells of the user's choices made on disk by any process (opt-out, consent, reset).
     private var choices: ChoiceWatcher?
     /// The wait before reading again the slots a settled vote did not wait
@@ -152,7 +152,7 @@ final class ParticipationCore: @unchecked Sendable {
     private static let running = Mutex<[String: Int]>([:])
 
     private var engine: Engine { udid.engine }
-    private var slots: SelectionSlots { udid.engine.slots }
+    var slots: SelectionSlots { udid.engine.slots }
 
     init(
         udid: OpenUDID, continuation: AsyncStream<Participation.Change>.Continuation,
@@ -280,104 +280,6 @@ final class ParticipationCore: @unchecked Sendable {
         }
     }
 
-    // MARK: Connection
-
-    /// Opens the owner, which watches the slots on its own connection (one X
-    /// client per app for both); on failure the app goes on without selections.
-    /// On `loop` only.
-    private func connect() {
-        guard !stopped, let display = udid.configuration.displayName else { return }
-        connection += 1
-        let opened = connection
-        // Called on the owner's thread: only hands the event to the loop.
-        let deliver: @Sendable (@escaping @Sendable (ParticipationCore) -> Void) -> Void = { [weak self, loop] handle in
-            guard let core = self else { return }
-            loop.post {
-                guard core.connection == opened, core.owner != nil else { return }
-                handle(core)
-            }
-        }
-        // A burst of owner changes (a client claiming and releasing slots as
-        // fast as it can) is one job on the loop, not one per event: while a
-        // change waits to be taken, the next ones only find it there.
-        let changeWaiting = Atomic<Bool>(false)
-        let changed: @Sendable () -> Void = {
-            guard !changeWaiting.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            deliver { core in
-                changeWaiting.store(false, ordering: .releasing)
-                core.schedule()
-            }
-        }
-        do throws(XSelectionError) {
-            let owner = try SelectionOwner(display: display) { event in
-                switch event {
-                case .lost(let name, _): deliver { $0.slotLost(name) }
-                case .connectionLost: deliver { $0.connectionLost() }
-                }
-            }
-            let ownWindow = owner.window
-            do throws(XSelectionError) {
-                _ = try owner.watchOwners(of: slots.names) { event in
-                    switch event {
-                    case .changed(_, .newOwner(let holder), _) where holder?.window == ownWindow:
-                        break // our own claim
-                    case .changed: changed()
-                    case .connectionLost: deliver { $0.connectionLost() }
-                    }
-                }
-            } catch {
-                owner.close()
-                throw error
-            }
-            self.owner = owner
-            lastConnectionProblem = nil
-        } catch {
-            owner = nil
-            lastConnectionProblem = error.message
-            scheduleReconnect()
-        }
-    }
-
-    /// Where a resolution reads the slots: on the owner's connection, the one
-    /// the app serves on (one X client per participant), or nowhere while it
-    /// has none. On `loop` only.
-    private var selectionAccess: Engine.SelectionAccess {
-        if let owner { return .through(owner) }
-        return .none(lastConnectionProblem ?? "the connection to the X display is lost; the app connects again every second")
-    }
-
-    /// On `loop` only.
-    private func connectionLost() {
-        guard !stopped, owner != nil else { return }
-        owner?.close()
-        owner = nil
-        slot = nil
-        published = nil
-        resolveAndPublish()
-        scheduleReconnect()
-    }
-
-    /// On `loop` only.
-    private func scheduleReconnect() {
-        guard !reconnecting, udid.configuration.displayName != nil else { return }
-        reconnecting = true
-        loop.schedule(after: .seconds(1)) { [weak self] in
-            guard let self else { return }
-            self.reconnecting = false
-            guard !self.stopped, self.owner == nil else { return }
-            self.connect()
-            if self.owner != nil { self.resolveAndPublish() }
-        }
-    }
-
-    /// On `loop` only.
-    private func slotLost(_ name: SelectionName) {
-        guard let slot, slots.name(slot) == name else { return }
-        self.slot = nil
-        published = nil
-        resolveAndPublish()
-    }
-
     // MARK: Resolution
 
     /// Resolves once no change has come for the debounce, or the longest
@@ -385,7 +287,7 @@ final class ParticipationCore: @unchecked Sendable {
     /// at once) costs one resolution per longest debounce instead of one per
     /// debounce, and a lone change is still heard after the debounce. On
     /// `loop` only.
-    private func schedule() {
+    func schedule() {
         guard !stopped else { return }
         let now = ContinuousClock.now
         // A server that answered nothing in the last pass is overloaded (a
@@ -415,7 +317,7 @@ final class ParticipationCore: @unchecked Sendable {
     }
 
     /// Resolves, serves the result in our slot, and reports a change. On `loop` only.
-    private func resolveAndPublish() {
+    func resolveAndPublish() {
         guard !stopped else { return }
         let previous = report?.identifier
         var fresh = udid.exclusively { engine.resolve(slot: slot, after: report, selections: selectionAccess) }
@@ -532,31 +434,6 @@ final class ParticipationCore: @unchecked Sendable {
         // until XFixes reports a slot given up and it resolves again.
         slot = nil
         published = nil
-    }
-}
-
-extension Report {
-    /// The identifier this report settled on, as the app's held value for the
-    /// next resolution; nil when opted out.
-    var heldRecord: SlotRecord? {
-        guard optOut == nil, let born, !identifier.isOptedOut else { return nil }
-        return SlotRecord(
-            id: identifier, app: app.id, vendor: app.vendor, born: born, written: born, optOut: false, generation: generation)
-    }
-
-    /// The selection slots whose owner did not answer in this pass: not waited
-    /// for (the vote settled without them) or silent until the deadline.
-    /// Slots read again later: silent ones, and spoiled ones, whose owner may be
-    /// heard once the client that writes into its answers stops.
-    var silentSlots: [Rejection] {
-        rejected.filter { [.notAwaited, .noAnswer, .spoiled].contains($0.code) }
-    }
-
-    /// The same report, naming `slot` as the app's selection slot.
-    func with(slot: Int?) -> Report {
-        var report = self
-        report.slot = slot
-        return report
     }
 }
 
