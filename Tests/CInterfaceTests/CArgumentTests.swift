@@ -111,8 +111,8 @@ import Testing
         "openudid_forget_everything(no home)": (enohome, ["HOME is not set"]),
         "openudid_is_opted_out_everywhere(no home)": ("0", ["0"]),
         "openudid_open_with(no store)": ("0", []),
-        "openudid_opt_out(no store)": (estore, ["cannot write", "not a directory"]),
-        "openudid_opt_out_everywhere(no store)": (estore, ["cannot write", "not a directory"]),
+        "openudid_opt_out(no store)": (estore, ["cannot use", "not a directory"]),
+        "openudid_opt_out_everywhere(no store)": (estore, ["cannot use", "not a directory"]),
         "openudid_reset_everywhere(no store)": (estore, ["not a directory"])
     ]
 

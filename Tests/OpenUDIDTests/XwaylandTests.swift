@@ -137,7 +137,7 @@ import Testing
         let mutter = try PrivateCompositor.forTest(.mutter)
         defer { mutter.stop() }
         let session = try TestSession(display: mutter.display)
-        let report = try session.report("com.acme.notes", Self.none)
+        let report = try session.report("com.acme.notes", Self.none, status: 5)
         let notes = report["environment"] as? [[String: Any]] ?? []
         #expect(notes.compactMap { $0["code"] as? String } == ["x-unreachable"], "\(notes)")
         let detail = notes.first?["detail"] as? String ?? ""
