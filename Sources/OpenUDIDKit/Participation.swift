@@ -93,15 +93,10 @@ extension OpenUDID {
 /// The moving parts of a participation.
 ///
 /// All of its state lives on one thread, `loop` (an `EventLoop`), which
-/// sleeps while nothing happens. From an X event to the app's code there are
-/// two hand-offs:
-/// 1. The owner's connection thread takes every event and error of its
-///    connection from libxcb's queue; a change of another slot's owner
-///    (XFixes), the loss of the app's own slot, or of the connection, is
-///    posted to `loop`, which waits out the debounce, resolves and publishes.
-/// 2. `loop` hands a changed identifier to the app: into `changes`, whose
-///    consumer's task takes it, and to `onChange`, which for the C library
-///    queues it for the thread that calls `on_change`.
+/// sleeps while nothing happens. docs/ARCHITECTURE.md ("From an X event to
+/// the app's code") follows an owner change from the owner's loop, which
+/// posts it here, through the debounce and the selection pass (which runs
+/// back on the owner's loop) to `changes` and `onChange`.
 ///
 /// Resolving runs on `loop`, not on the owner's thread: it reads every slot
 /// and may wait for a keyring up to its deadline, and the owner must go on
