@@ -60,3 +60,16 @@ public final class PrivateHome: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: home.root) }
 }
+
+/// One private Xvfb shared by the suites that do not kill it; every test has its own HOME and namespace.
+public enum SharedDisplay {
+    /// The server, or why it could not start (the suites using it need `.requiresXvfb`).
+    public static let server = Result { try PrivateXServer() }
+    /// Its display, or a name no server has, which makes every test on it fail saying why.
+    public static var display: String {
+        switch server {
+        case .success(let server): server.display
+        case .failure(let error): ":no-private-xvfb (\(error))"
+        }
+    }
+}

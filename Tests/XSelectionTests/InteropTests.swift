@@ -7,7 +7,7 @@ import Testing
 /// Interoperability with Tk, an independent implementation of both sides of
 /// the selection protocol that, unlike xclip or xsel, handles private names.
 @Suite(.requiresXvfb) struct InteropTests {
-    let display = SharedServer.display
+    let display = SharedDisplay.display
 
     /// Prints what Tk gets for each `TYPE` in `sys.argv[2:]` of selection
     /// `sys.argv[1]`. Tk hands data of a type it does not know as a list of

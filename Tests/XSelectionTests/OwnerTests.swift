@@ -5,7 +5,7 @@ import Testing
 @testable import XSelection
 
 @Suite(.requiresXvfb) struct OwnerTests {
-    let display = SharedServer.display
+    let display = SharedDisplay.display
 
     private func text(_ string: String, target: String = "UTF8_STRING") -> SelectionPayload {
         SelectionPayload(target: target, bytes: Array(string.utf8))

@@ -5,21 +5,8 @@ import Testing
 
 @testable import XSelection
 
-/// One private Xvfb shared by the suites that do not kill it.
-enum SharedServer {
-    /// The server, or why it could not start (the suites using it need `.requiresXvfb`).
-    static let server = Result { try PrivateXServer() }
-    /// Its display, or a name no server has, which makes every test on it fail saying why.
-    static var display: String {
-        switch server {
-        case .success(let server): server.display
-        case .failure(let error): ":no-private-xvfb (\(error))"
-        }
-    }
-}
-
 @Suite(.requiresXvfb) struct ReaderTests {
-    let display = SharedServer.display
+    let display = SharedDisplay.display
 
     @Test func readsASelectionOwnedByAnotherProcess() throws {
         let helper = try startSelectionHelper(display: display, ["own", "--prefix", "_T_READ_ONE", "--text", "hello from afar"])

@@ -6,7 +6,7 @@ import Testing
 
 /// Watching selections' owners through XFixes, on an owner's connection.
 @Suite(.requiresXvfb) struct WatcherTests {
-    let display = SharedServer.display
+    let display = SharedDisplay.display
 
     private func text(_ string: String) -> SelectionPayload {
         SelectionPayload(target: "UTF8_STRING", bytes: Array(string.utf8))

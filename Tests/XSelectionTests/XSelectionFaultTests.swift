@@ -8,7 +8,7 @@ import Testing
 /// server that dies, a display that is not there, peers that break off, and a
 /// host that has its own error handler. Each test that needs a server starts
 /// its own, since some kill it.
-@Suite(.requiresXvfb) struct FaultTests {
+@Suite(.requiresXvfb) struct XSelectionFaultTests {
     private func text(_ string: String) -> SelectionPayload {
         SelectionPayload(target: "UTF8_STRING", bytes: Array(string.utf8))
     }

@@ -1,0 +1,38 @@
+import Foundation
+
+/// Whether this test process (and so the tools built with it) runs under
+/// AddressSanitizer or ThreadSanitizer.
+public let underSanitizer: Bool = {
+    let me = dlopen(nil, RTLD_NOW)
+    return dlsym(me, "__asan_init") != nil || dlsym(me, "__tsan_init") != nil
+}()
+
+/// The resident set size of process `pid`, in KiB.
+public func residentKiB(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return nil }
+    return Int(line.split(separator: " ").dropFirst().first ?? "")
+}
+
+/// Samples a process's resident memory every 50 ms until stopped, keeping the peak.
+public final class RSSSampler: @unchecked Sendable {
+    // `highest` and `running` are guarded by `lock`.
+    private let lock = NSLock()
+    private var highest = 0
+    private var running = true
+
+    public init(pid: Int32) {
+        Thread.detachNewThread { [self] in
+            while lock.withLock({ running }) {
+                if let size = residentKiB(pid) { lock.withLock { highest = Swift.max(highest, size) } }
+                usleep(50_000)
+            }
+        }
+    }
+
+    public func stop() { lock.withLock { running = false } }
+
+    /// The largest resident size seen, in KiB.
+    public var peak: Int { lock.withLock { highest } }
+}
