@@ -20,6 +20,7 @@ import Testing
         let server = try PrivateXServer()
         let session = try TestSession(display: server.display)
         let started = Locked<[Int: Participation]>([:])
+        let published = Locked<[(app: Int, report: Report)]>([])
         let failures = Locked<[String]>([])
         onThreads(50) { index in
             var configuration = OpenUDID.Configuration(
@@ -27,7 +28,9 @@ import Testing
             configuration.usesFiles = false
             configuration.readDeadline = .seconds(20)
             do {
-                let participation = try OpenUDID(app: "org.swarm.app\(index)", configuration: configuration).participate()
+                // Every resolution the app publishes, from its first on, heard on its own thread.
+                let participation = try OpenUDID(app: "org.swarm.app\(index)", configuration: configuration)
+                    .participate { change in published.withLock { $0.append((index, change.report)) } }
                 started.withLock { $0[index] = participation }
             } catch {
                 failures.withLock { $0.append("app\(index): \(error)") }
@@ -37,11 +40,6 @@ import Testing
         defer { participations.values.forEach { $0.close() } }
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
         #expect(participations.count == 50)
-        // Every resolution each app published, from its first on.
-        let published = Locked<[(app: Int, report: Report)]>([])
-        for (index, participation) in participations {
-            Task { for await change in participation.changes { published.withLock { $0.append((index, change.report)) } } }
-        }
 
         // Agreed, each having read the other forty-nine slots.
         let agreed = eventually(timeout: 120, every: 0.1) {
