@@ -36,7 +36,8 @@ private func open(
         guard first || opener == getpid() else {
             throw CallFailure(
                 .invalidArgument,
-                function + ": this process is a child, made by fork(), of a process that uses the library; call exec() before opening a handle")
+                function
+                    + ": this process is a child, made by fork(), of a process that uses the library; call exec() before opening a handle")
         }
         let app = try text(app, "app", of: function, required: true)!
         let vendor = try text(vendor, "vendor", of: function)

@@ -354,7 +354,8 @@ extension Bench {
         let name = "converge.\(apps)\(suffix)"
         var figure = Figure(
             name, "\(apps) apps started at once: last start until all report one identifier\(suffix.isEmpty ? "" : " (earlier build)")",
-            samples: samples, baseline: suffix.isEmpty && baselineBuild != nil && apps >= 30 ? "\(name).baseline-build" : "footprint.get.wall",
+            samples: samples,
+            baseline: suffix.isEmpty && baselineBuild != nil && apps >= 30 ? "\(name).baseline-build" : "footprint.get.wall",
             target: suffix.isEmpty ? (apps == 30 ? .atMost(0.25) : apps == 100 ? .atMost(1.5) : nil) : nil)
         figure.failures = failures.count
         if !failures.isEmpty {
@@ -364,7 +365,8 @@ extension Bench {
         if apps == 100 {
             results.add(
                 Figure(
-                    "clients.100\(suffix)", "X connections the 100 participants hold once they agree\(suffix.isEmpty ? "" : " (earlier build)")",
+                    "clients.100\(suffix)",
+                    "X connections the 100 participants hold once they agree\(suffix.isEmpty ? "" : " (earlier build)")",
                     unit: .count, samples: clients,
                     baseline: suffix.isEmpty && baselineBuild != nil ? "clients.100.baseline-build" : nil,
                     target: suffix.isEmpty && baselineBuild != nil ? .atMostTimesBaseline(0.5) : nil))
@@ -375,7 +377,9 @@ extension Bench {
     static func sockets(of pid: pid_t) -> Int {
         let directory = "/proc/\(pid)/fd"
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return entries.count { (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0))?.hasPrefix("socket:") == true }
+        return entries.count {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0))?.hasPrefix("socket:") == true
+        }
     }
 
     /// Starts `apps` participants from an empty state (a new home, no slot owned) as

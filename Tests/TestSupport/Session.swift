@@ -50,7 +50,8 @@ public final class TestSession: @unchecked Sendable {
     /// `status` is the exit status expected: 5 where the display cannot be reached.
     public func report(_ app: String, _ extra: [String] = [], status: Int32 = 0) throws -> [String: Any] {
         let result = try run(["get", "--app", app, "--json"] + extra)
-        guard result.status == status, let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        guard result.status == status,
+            let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
         else {
             throw HarnessError("openudid get --json --app \(app) failed (\(result.status)): \(result.standardError)")
         }
