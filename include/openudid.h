@@ -73,10 +73,10 @@ extern "C" {
  * library was loaded at run time, which may be newer than the header a
  * program was compiled against. */
 #define OPENUDID_VERSION_MAJOR 0
-#define OPENUDID_VERSION_MINOR 4
+#define OPENUDID_VERSION_MINOR 5
 #define OPENUDID_VERSION_PATCH 0
 /* The same as a string, "MAJOR.MINOR.PATCH". */
-#define OPENUDID_VERSION "0.4.0"
+#define OPENUDID_VERSION "0.5.0"
 
 /* Nonzero when this header's version is `major.minor.patch` or later, for
  * code that uses a function added in that version:

@@ -161,7 +161,7 @@ private func error(_ words: [String]) -> String? {
             }
             #expect(line == "tool \(packageVersion)")
         }
-        #expect(packageVersion == "0.4.0")
+        #expect(packageVersion == "0.5.0")
         #expect(error(["get", "--", "--help"]) == "tool get: unexpected argument '--help': get takes no arguments; see 'tool get --help'")
     }
 
