@@ -100,7 +100,7 @@ import Testing
         "openudid_strerror(-7)": ("0", ["too small"]),
         "openudid_strerror(-8)": ("0", ["already participates"]),
         "openudid_strerror(-9)": ("0", ["memory"]),
-        "openudid_version": ("0", ["0.4.0"]),
+        "openudid_version": ("0", ["0.5.0"]),
         "openudid_last_error": ("0", ["\"x\" is not a valid app id"]),
         "openudid_open(no home)": (enohome, ["HOME is not set"]),
         "openudid_opt_out_everywhere(no home)": (enohome, ["HOME is not set"]),

@@ -27,7 +27,7 @@ import Testing
     func versionPrintsTheProgramAndTheVersion(arguments: [String]) throws {
         let result = try run(arguments)
         #expect(result.status == 0)
-        #expect(result.standardOutput == "gtk-mail 0.4.0\n")
+        #expect(result.standardOutput == "gtk-mail 0.5.0\n")
     }
 
     @Test(arguments: [

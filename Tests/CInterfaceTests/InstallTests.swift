@@ -23,7 +23,7 @@ import Testing
                 andPath: Installation.packageRoot.appendingPathComponent("include/openudid.h").path))
         #expect(files.isExecutableFile(atPath: prefix.appendingPathComponent("bin/openudid").path))
 
-        #expect(try installation.pkgConfig(["--modversion"]) == ["0.4.0"])
+        #expect(try installation.pkgConfig(["--modversion"]) == ["0.5.0"])
         #expect(try installation.pkgConfig(["--cflags"]) == ["-I\(prefix.path)/include"])
         #expect(try installation.pkgConfig(["--libs"]) == ["-L\(prefix.path)/lib", "-lopenudid"])
 

@@ -129,7 +129,7 @@ import Testing
                 True org.example.python generated 36
                 True
                 True \(Self.zeros)
-                False 0.4.0
+                False 0.5.0
                 1 2
                 True 2
 
@@ -141,12 +141,12 @@ import Testing
         let code = "import openudid; print(openudid.library_version())"
         let library = try Installation.shared.get().prefix.appendingPathComponent("lib/libopenudid.so.1").path
         // Through the loader's path (LD_LIBRARY_PATH here, ldconfig's cache after a system install).
-        #expect(try python(code, session: session).standardOutput == "0.4.0\n")
+        #expect(try python(code, session: session).standardOutput == "0.5.0\n")
         // Through OPENUDID_LIBRARY alone.
         var environment = try environment(session, locate: false)
         environment["OPENUDID_LIBRARY"] = library
         environment["PKG_CONFIG_PATH"] = nil
-        #expect(try runCommand(python, ["-c", code], environment: environment).standardOutput == "0.4.0\n")
+        #expect(try runCommand(python, ["-c", code], environment: environment).standardOutput == "0.5.0\n")
         // A wrong path says what to do.
         environment["OPENUDID_LIBRARY"] = "/nonexistent/libopenudid.so.1"
         let failed = try runCommand(python, ["-c", code], environment: environment)

@@ -27,7 +27,7 @@ import Testing
         #expect(try sections(Tools.productsDirectory.appendingPathComponent("liblibopenudid.so").path).contains(".debug_info"))
         // The stripped library still works.
         let tool = try runCommand(prefix.appendingPathComponent("bin/openudid"), ["--version"], environment: ["PATH": "/usr/bin:/bin"])
-        #expect(tool.standardOutput == "openudid 0.4.0\n")
+        #expect(tool.standardOutput == "openudid 0.5.0\n")
     }
 
     @Test func keepDebugPutsTheDebugInformationInFilesTheInstalledOnesName() throws {

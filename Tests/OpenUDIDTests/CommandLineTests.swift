@@ -161,7 +161,7 @@ private func commandPrefix(_ arguments: [String]) -> String {
     func versionPrintsTheToolAndThePackageVersion(arguments: [String]) throws {
         let result = try run(arguments, in: try TestSession(display: nil))
         #expect(result.status == 0)
-        #expect(result.standardOutput == "openudid 0.4.0\n")
+        #expect(result.standardOutput == "openudid 0.5.0\n")
         #expect(result.standardError.isEmpty)
     }
 
