@@ -134,13 +134,7 @@ import Testing
 
         let report = try unsavedReport(session, "org.indie.chess", Self.file)
         #expect(report["id"] as? String == shared)
-        for place in Place.allCases {
-            let repair = report.repair(place.rawValue)
-            #expect(repair?.outcome == "failed", "\(place): \(String(describing: repair))")
-            #expect(
-                repair?.detail.contains("Read-only file system; the file system is mounted read-only") == true,
-                "\(place): \(String(describing: repair))")
-        }
+        expectEveryRepairFailed(report, saying: "Read-only file system; the file system is mounted read-only")
         #expect(try snapshot(session.home.dataHome.path) == before)
         #expect(try session.get("com.acme.notes", Self.file) == shared)
     }
@@ -157,13 +151,7 @@ import Testing
 
         let report = try unsavedReport(session, "org.indie.chess", Self.file)
         #expect(report["id"] as? String == shared)
-        for place in Place.allCases {
-            let repair = report.repair(place.rawValue)
-            #expect(repair?.outcome == "failed", "\(place): \(String(describing: repair))")
-            #expect(
-                repair?.detail.contains("No space left on device; free some disk space") == true,
-                "\(place): \(String(describing: repair))")
-        }
+        expectEveryRepairFailed(report, saying: "No space left on device; free some disk space")
         // Nothing torn, nothing half-written left behind, nothing lost.
         #expect(try snapshot(session.home.dataHome.path, excluding: filler) == before)
 
@@ -201,5 +189,14 @@ import Testing
                 repair?.detail.contains("a file size limit (ulimit -f) is in effect") == true, "\(place): \(String(describing: repair))")
         }
         #expect(try snapshot(session.home.dataHome.path) == before)
+    }
+}
+
+/// Every place the report names as a repair failed, for the reason `detail` contains.
+private func expectEveryRepairFailed(_ report: [String: Any], saying detail: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    for place in FileFaultTests.Place.allCases {
+        let repair = report.repair(place.rawValue)
+        #expect(repair?.outcome == "failed", "\(place): \(String(describing: repair))", sourceLocation: sourceLocation)
+        #expect(repair?.detail.contains(detail) == true, "\(place): \(String(describing: repair))", sourceLocation: sourceLocation)
     }
 }

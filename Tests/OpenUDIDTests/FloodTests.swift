@@ -110,7 +110,9 @@ extension FloodTests {
             ["flood", "--selection", session.slotName(0), "--target", "_OPENUDID_RECORD", "--seconds", "12", "--window", "1000000"])
         defer { flood.signal(SIGKILL) }
         let sampler = RSSSampler(pid: pid)
-        usleep(1_000_000)
+        // The flood has reached the participant once it spends its time answering (0.2 s of CPU).
+        let idle = try #require(cpuTicks(pid))
+        #expect(eventually(timeout: 30) { (cpuTicks(pid) ?? 0) - idle >= 20 }, "the flood never reached the participant")
 
         // A majority for another identifier appears in the middle of the flood:
         // the participant must adopt it and serve it, which takes its owner

@@ -15,6 +15,17 @@ public func residentKiB(_ pid: Int32) -> Int? {
     return Int(line.split(separator: " ").dropFirst().first ?? "")
 }
 
+/// The CPU time process `pid` has used, user and system, in clock ticks (1/100 s).
+public func cpuTicks(_ pid: Int32) -> Int? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let afterName = stat.lastIndex(of: ")")
+    else { return nil }
+    // Fields after the name: state is the 3rd of the line; utime and stime the 14th and 15th.
+    let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+    guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+    return user + system
+}
+
 /// Samples a process's resident memory every 50 ms until stopped, keeping the peak.
 public final class RSSSampler: @unchecked Sendable {
     // `highest` and `running` are guarded by `lock`.
